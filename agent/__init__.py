@@ -1,0 +1,1 @@
+"""The port loop and its decisions: config, graph, proposers, profiles, sweeps, CLI."""

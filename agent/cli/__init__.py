@@ -1,0 +1,11 @@
+"""`rocport` command line. Each module below adds its commands to the shared typer app."""
+from agent.cli.app import app
+
+# Command modules, one line each; importing one registers its commands on `app`.
+
+
+def main() -> None:
+    app()
+
+
+__all__ = ["app", "main"]

@@ -1,0 +1,181 @@
+"""LocalSandbox: commands as host subprocesses, each in its own process group."""
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from sandboxes.base import HEAD_KEEP, OUTPUT_LIMIT, CommandResult, SandboxError
+from sandboxes.health import wait_ready
+
+
+def _read_capped(path: Path, limit: int = OUTPUT_LIMIT, head: int = HEAD_KEEP) -> str:
+    """Read a captured stream, keeping head and tail when huge, without loading all of it."""
+    size = path.stat().st_size
+    with path.open("rb") as fh:
+        if size <= limit:
+            return fh.read().decode("utf-8", "replace")
+        first = fh.read(head)
+        fh.seek(size - (limit - head))
+        last = fh.read()
+    cut = size - len(first) - len(last)
+    return (first.decode("utf-8", "replace") + f"\n[... {cut} bytes cut by rocport ...]\n"
+            + last.decode("utf-8", "replace"))
+
+
+def _kill_group(proc: subprocess.Popen, grace_s: float) -> None:
+    """SIGTERM the whole process group, SIGKILL it after grace_s."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # grandchildren may outlive the leader
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+class LocalService:
+    """A background process on the host with its output in a log file."""
+
+    def __init__(self, name: str, proc: subprocess.Popen, log_path: Path, port: int | None):
+        self.name = name
+        self.port = port
+        self.log_path = log_path
+        self._proc = proc
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    def alive(self) -> bool:
+        return self._proc.poll() is None
+
+    def logs(self) -> str:
+        return _read_capped(self.log_path) if self.log_path.exists() else ""
+
+    def stop(self, grace_s: float = 10.0) -> int | None:
+        if self._proc.poll() is None:
+            _kill_group(self._proc, grace_s)
+        else:
+            try:  # the leader is gone; make sure nothing it spawned is left behind
+                os.killpg(self._proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        return self._proc.returncode
+
+
+class LocalSandbox:
+    """Runs commands on this machine in `workdir`. Use for trusted commands only."""
+
+    def __init__(self, workdir: str | os.PathLike, *, env: dict[str, str] | None = None,
+                 logdir: str | os.PathLike | None = None):
+        path = Path(workdir).resolve()
+        if not path.is_dir():
+            raise SandboxError(f"workdir {path} does not exist: create it or pass an existing repo checkout")
+        self.workdir = str(path)
+        self.base_env = dict(env) if env is not None else dict(os.environ)
+        self._tmp = tempfile.TemporaryDirectory(prefix="rocport-local-")
+        self.logdir = Path(logdir) if logdir else Path(self._tmp.name)
+        self.logdir.mkdir(parents=True, exist_ok=True)
+        self._services: list[LocalService] = []
+
+    def _env(self, env: dict[str, str] | None) -> dict[str, str]:
+        merged = dict(self.base_env)
+        merged.update(env or {})
+        return merged
+
+    def _cwd(self, cwd: str | None) -> str:
+        if cwd is None:
+            return self.workdir
+        return str(Path(self.workdir, cwd))
+
+    def run(self, cmd: str, *, cwd: str | None = None, env: dict[str, str] | None = None,
+            timeout: float = 600) -> CommandResult:
+        """Run `cmd` through bash; on timeout the whole process group is killed, output kept."""
+        out_path = Path(self._tmp.name, f"run-{time.monotonic_ns()}")
+        start = time.monotonic()
+        with open(f"{out_path}.out", "wb") as out, open(f"{out_path}.err", "wb") as err:
+            try:
+                proc = subprocess.Popen(["bash", "-c", cmd], cwd=self._cwd(cwd), env=self._env(env),
+                                        stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                        start_new_session=True)
+            except OSError as exc:
+                raise SandboxError(f"cannot run commands in {self._cwd(cwd)}: {exc}") from exc
+            timed_out = False
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _kill_group(proc, grace_s=2.0)
+            else:
+                try:  # a finished command must not leave background children running
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        result = CommandResult(
+            cmd=cmd, returncode=proc.returncode if not timed_out else 124,
+            stdout=_read_capped(Path(f"{out_path}.out")), stderr=_read_capped(Path(f"{out_path}.err")),
+            duration_s=time.monotonic() - start, timed_out=timed_out)
+        for suffix in (".out", ".err"):
+            Path(f"{out_path}{suffix}").unlink(missing_ok=True)
+        return result
+
+    def start(self, cmd: str, *, name: str = "service", port: int | None = None,
+              health_path: str | None = None, env: dict[str, str] | None = None,
+              cwd: str | None = None, ready_timeout: float = 120) -> LocalService:
+        """Start a background process; when `port` is given, wait until it answers."""
+        log_path = self.logdir / f"{name}.log"
+        log = open(log_path, "ab")
+        try:
+            proc = subprocess.Popen(["bash", "-c", f"exec {cmd}"], cwd=self._cwd(cwd), env=self._env(env),
+                                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    start_new_session=True)
+        finally:
+            log.close()
+        service = LocalService(name, proc, log_path, port)
+        self._services.append(service)
+        if port is not None:
+            problem = wait_ready(port, health_path=health_path, timeout=ready_timeout, alive=service.alive)
+            if problem:
+                service.stop(grace_s=2)
+                raise ServiceNotReady(f"{name} ({shlex.split(cmd)[0]}) {problem}; see {log_path}",
+                                      service.logs())
+        return service
+
+    def read_file(self, path: str) -> str:
+        return Path(self.workdir, path).read_text(encoding="utf-8", errors="replace")
+
+    def write_file(self, path: str, text: str) -> None:
+        target = Path(self.workdir, path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+
+    def close(self) -> None:
+        for service in self._services:
+            service.stop(grace_s=5)
+        self._services.clear()
+        self._tmp.cleanup()
+
+    def __enter__(self) -> "LocalSandbox":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class ServiceNotReady(SandboxError):
+    """A background service exited or never answered; `log` holds what it printed."""
+
+    def __init__(self, message: str, log: str):
+        super().__init__(message)
+        self.log = log

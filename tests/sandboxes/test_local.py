@@ -1,0 +1,69 @@
+"""LocalSandbox: real subprocesses, process-group kills, truncation, background services."""
+import socket
+import sys
+import time
+
+import pytest
+
+from sandboxes import LocalSandbox, SandboxError, ServiceNotReady
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_exit_code_stdout_stderr_env(tmp_path):
+    with LocalSandbox(tmp_path) as sb:
+        r = sb.run('echo "$GREETING"; echo oops >&2; exit 3', env={"GREETING": "hello"})
+    assert (r.returncode, r.stdout, r.stderr, r.ok) == (3, "hello\n", "oops\n", False)
+
+
+def test_timeout_kills_grandchildren_and_keeps_output(tmp_path):
+    marker = tmp_path / "still-alive"
+    with LocalSandbox(tmp_path) as sb:
+        r = sb.run(f"echo started; (sleep 3; touch {marker}) & sleep 60", timeout=1)
+        time.sleep(3.5)
+    assert r.timed_out and r.returncode == 124
+    assert r.stdout == "started\n"
+    assert not marker.exists(), "the grandchild survived the timeout"
+
+
+def test_huge_output_keeps_both_ends(tmp_path):
+    with LocalSandbox(tmp_path) as sb:
+        r = sb.run("echo FIRST; head -c 8000000 /dev/zero | tr '\\0' x; echo; echo LAST")
+    assert r.stdout.startswith("FIRST\n") and r.stdout.rstrip().endswith("LAST")
+    assert "cut by rocport" in r.stdout and len(r.stdout) < 2_100_000
+
+
+def test_background_service_reachable_then_stopped(tmp_path):
+    port = _free_port()
+    (tmp_path / "index.html").write_text("ok")
+    sb = LocalSandbox(tmp_path)
+    svc = sb.start(f"{sys.executable} -m http.server {port} --bind 127.0.0.1", name="web", port=port,
+                   health_path="/index.html", ready_timeout=20)
+    with socket.create_connection(("127.0.0.1", port), timeout=2):
+        pass
+    sb.close()
+    assert not svc.alive()
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=1)
+
+
+def test_service_that_dies_reports_its_log(tmp_path):
+    with LocalSandbox(tmp_path) as sb, pytest.raises(ServiceNotReady) as info:
+        sb.start("bash -c 'echo boom-before-listen; exit 1'", name="crash", port=_free_port(), ready_timeout=10)
+    assert "exited before it became ready" in str(info.value)
+    assert "boom-before-listen" in info.value.log
+
+
+def test_command_not_found_is_a_result(tmp_path):
+    with LocalSandbox(tmp_path) as sb:
+        r = sb.run("definitely-not-a-command-xyz")
+    assert r.returncode == 127 and "not found" in r.stderr
+
+
+def test_missing_workdir_is_a_one_line_error(tmp_path):
+    with pytest.raises(SandboxError, match="does not exist"):
+        LocalSandbox(tmp_path / "nope")

@@ -1,0 +1,106 @@
+"""The records every stage exchanges: failures, proposals, patch outcomes, runs.
+
+Plain dataclasses, JSON-serialisable through `to_dict`/`from_dict`, so graph state,
+the run directory and the sweep database all store the same shapes.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+# The taxonomy of FAILURE_CLASSES.md. Keep the names stable: sweeps cluster on them.
+COMPILE_KINDS = (
+    "cuda_header", "cub", "cuda_std", "warp_intrinsic", "warp_size", "inline_ptx",
+    "bf16_type", "fp16_type", "fp8_type", "stream_api", "cublas", "launch_bounds_smem",
+    "compiler_dialect", "toolchain",
+)
+RUNTIME_KINDS = (
+    "weight_name", "quant_exclusion", "fp8_layout", "cuda_only_dep", "hip_runtime",
+    "unsupported_dtype", "python_version_parse", "triton_config", "resource", "serve_flag",
+    "tokenizer", "arch_unsupported",
+)
+# Generic kinds for what the taxonomy does not name.
+OTHER_KINDS = ("compile_error", "link_error", "python_error", "unknown")
+KINDS = COMPILE_KINDS + RUNTIME_KINDS + OTHER_KINDS
+
+# Failures that are the environment's fault: report them, never patch code for them.
+ENVIRONMENT_KINDS = ("toolchain", "resource", "serve_flag", "tokenizer", "arch_unsupported", "hip_runtime")
+
+
+class _Record:
+    """JSON round-trip for the dataclasses below."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)  # type: ignore[call-overload]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]):
+        names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass
+class Failure(_Record):
+    """One diagnosed problem, from a log or from a static scan."""
+
+    kind: str
+    """A name from KINDS."""
+    message: str
+    """The tool's own one-line message (compiler error text, exception line)."""
+    file: str | None = None
+    """Repo-relative path where the failure points, when known."""
+    line: int | None = None
+    column: int | None = None
+    symbol: str | None = None
+    """The identifier, header, weight name or module the failure is about."""
+    excerpt: str = ""
+    """The few log lines that matter: the error plus its enclosing context."""
+    signature: str = ""
+    """Stable across machines and runs: kind + repo-relative file + symbol/normalised message."""
+    source: str = ""
+    """What produced it: hipcc, nvcc, clang, gcc, ninja, python, server, scan, ..."""
+    facts: dict[str, Any] = field(default_factory=dict)
+    """Domain facts pulled out of the log: shapes, missing keys, dtype, module, translation unit."""
+
+
+@dataclass
+class Proposal(_Record):
+    """A candidate patch as a unified diff against the repo's HEAD."""
+
+    failure_signature: str
+    proposer: str
+    """`rule:<family>` or `llm:<model>`."""
+    diff: str
+    rationale: str
+    files: list[str] = field(default_factory=list)
+    """Repo-relative paths the diff touches (new files included)."""
+
+
+@dataclass
+class CheckResult(_Record):
+    """One validation check on a proposal (a compile, a preprocessor diff, a name check)."""
+
+    name: str
+    ok: bool
+    detail: str = ""
+    cmd: str = ""
+    duration_s: float = 0.0
+
+
+@dataclass
+class PatchOutcome(_Record):
+    """What validation did with a proposal."""
+
+    proposal: Proposal
+    applied: bool
+    checks: list[CheckResult] = field(default_factory=list)
+    kept: bool = False
+    reason: str = ""
+    commit: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "PatchOutcome":
+        data = dict(data)
+        data["proposal"] = Proposal.from_dict(data["proposal"])
+        data["checks"] = [CheckResult.from_dict(c) for c in data.get("checks", [])]
+        return cls(**data)
