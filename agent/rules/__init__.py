@@ -1,0 +1,18 @@
+"""The rule playbook: deterministic fixers, one module per failure family (see base.py)."""
+from agent.rules.base import (
+                              Decline,
+                              Fixer,
+                              RuleResult,
+                              Workspace,
+                              all_fixers,
+                              file_diff,
+                              fixers_for,
+                              make_proposal,
+                              propose_for,
+                              register,
+)
+
+# Fixer modules, one line each; importing one registers its fixer.
+
+__all__ = ["Decline", "Fixer", "RuleResult", "Workspace", "all_fixers", "file_diff", "fixers_for",
+           "make_proposal", "propose_for", "register"]

@@ -1,0 +1,111 @@
+"""Apply and revert a Proposal's unified diff in a repo, safely.
+
+Every path the diff names must stay inside the repo: no absolute paths, no `..`, nothing under
+`.git`, and nothing that resolves (through symlinks) outside the repo root. `git apply --check`
+runs before anything is written, so a diff either applies whole or not at all.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path, PurePosixPath
+
+_HEADER_PATHS = re.compile(r"^(?:--- |\+\+\+ |rename from |rename to |copy from |copy to )(.+?)\s*$")
+_GIT_HEADER = re.compile(r"^diff --git (\S+) (\S+)\s*$")
+
+
+class PatchError(ValueError):
+    """A diff was refused or did not apply; the one-line message says which file and why."""
+
+
+def _strip_prefix(raw: str) -> str | None:
+    raw = raw.split("\t", 1)[0].strip()
+    if raw.startswith('"') and raw.endswith('"'):
+        raw = raw[1:-1]
+    if raw == "/dev/null":
+        return None
+    if raw.startswith(("a/", "b/")):
+        return raw[2:]
+    return raw
+
+
+def diff_paths(diff: str) -> list[str]:
+    """Every path a unified diff touches, without a/ b/ prefixes, in order of appearance."""
+    paths: list[str] = []
+    for line in diff.splitlines():
+        raws: list[str] = []
+        git = _GIT_HEADER.match(line)
+        if git:
+            raws = [git.group(1), git.group(2)]
+        else:
+            m = _HEADER_PATHS.match(line)
+            if m:
+                raws = [m.group(1)]
+        for raw in raws:
+            rel = _strip_prefix(raw) if not line.startswith(("rename", "copy")) else raw.strip()
+            if rel is not None and rel not in paths:
+                paths.append(rel)
+    return paths
+
+
+def check_paths(root: Path, paths: list[str]) -> None:
+    """Raise PatchError unless every path stays inside `root` (after resolving symlinks)."""
+    base = Path(root).resolve()
+    for rel in paths:
+        pure = PurePosixPath(rel)
+        if pure.is_absolute() or rel.startswith("\\") or re.match(r"^[A-Za-z]:", rel):
+            raise PatchError(f"refused patch: absolute path {rel!r}; patches may only touch files inside the repo")
+        if ".." in pure.parts:
+            raise PatchError(f"refused patch: path {rel!r} contains '..'; patches may only touch files inside the repo")
+        if ".git" in pure.parts:
+            raise PatchError(f"refused patch: path {rel!r} is inside .git")
+        resolved = (base / rel).resolve()
+        if resolved != base and base not in resolved.parents:
+            raise PatchError(f"refused patch: {rel!r} resolves outside the repo (to {resolved}) through a symlink")
+
+
+def _git_apply(root: Path, diff: str, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "apply", "--whitespace=nowarn", *extra, "-"], check=False, cwd=root, input=diff,
+                          text=True, capture_output=True, timeout=60)
+
+
+def _first_line(text: str) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return lines[0] if lines else "git apply failed without a message"
+
+
+def apply_diff(root: Path, diff: str) -> list[str]:
+    """Check then apply `diff` to the working tree of `root`; returns the touched paths."""
+    root = Path(root)
+    if not diff.strip():
+        raise PatchError("refused patch: the diff is empty")
+    paths = diff_paths(diff)
+    if not paths:
+        raise PatchError("refused patch: no file headers (---/+++) found; is it a unified diff?")
+    check_paths(root, paths)
+    check = _git_apply(root, diff, "--check")
+    if check.returncode != 0:
+        raise PatchError(f"patch does not apply: {_first_line(check.stderr)}")
+    done = _git_apply(root, diff)
+    if done.returncode != 0:
+        raise PatchError(f"patch failed to apply: {_first_line(done.stderr)}")
+    return paths
+
+
+def revert_diff(root: Path, diff: str) -> None:
+    """Undo an applied diff (reverse apply), leaving the rest of the working tree alone."""
+    root = Path(root)
+    check_paths(root, diff_paths(diff))
+    done = _git_apply(root, diff, "-R")
+    if done.returncode != 0:
+        raise PatchError(f"cannot revert patch: {_first_line(done.stderr)}")
+
+
+def can_apply(root: Path, diff: str) -> bool:
+    """True when the diff passes the path checks and `git apply --check`."""
+    try:
+        paths = diff_paths(diff)
+        check_paths(Path(root), paths)
+    except PatchError:
+        return False
+    return bool(paths) and _git_apply(Path(root), diff, "--check").returncode == 0
