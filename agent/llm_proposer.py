@@ -8,6 +8,7 @@ from pathlib import Path
 from agent.context import context_pack
 from agent.llm import Model, Usage
 from agent.llm_tools import TOOL_SCHEMAS, ToolBox
+from agent.rules.base import Workspace
 from tools.records import Failure, Proposal
 
 PROMPT = (Path(__file__).parent / "prompts" / "llm_fixer.md").read_text()
@@ -26,9 +27,9 @@ class LLMProposer:
         self.compile_check = compile_check
         self.last_reason = ""
 
-    def propose(self, failure: Failure, root: Path, feedback: str | None = None) -> Proposal | None:
+    def propose(self, failure: Failure, ws: Workspace, feedback: str | None = None) -> Proposal | None:
         """Run the conversation; None when the model declines, gives up, or hits the turn cap."""
-        root = Path(root)
+        root = ws.root
         box = ToolBox(root, self.compile_check)
         user = context_pack(failure, root)
         if feedback:

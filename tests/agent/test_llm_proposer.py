@@ -4,6 +4,7 @@ import subprocess
 
 from agent.llm import ScriptedModel, Usage
 from agent.llm_proposer import LLMProposer
+from agent.rules.base import Workspace
 from tools.records import Failure
 
 KERNEL = """#include <hip/hip_runtime.h>
@@ -41,7 +42,7 @@ def test_scripted_tool_calls_become_an_applicable_diff(git_repo):
         [("finish", {"rationale": "prmt selecting the low halves is a shift and a mask on ROCm"})],
     ])
     usage = Usage()
-    proposal = LLMProposer(model, usage=usage, compile_check=compile_check).propose(FAILURE, repo)
+    proposal = LLMProposer(model, usage=usage, compile_check=compile_check).propose(FAILURE, Workspace(repo))
     assert proposal is not None and proposal.files == ["csrc/pack.cu"] and proposal.proposer == "llm:scripted"
     assert "+#ifdef USE_ROCM" in proposal.diff
     feedback = model.seen[2][-1]["content"]
@@ -57,9 +58,9 @@ def test_scripted_tool_calls_become_an_applicable_diff(git_repo):
 def test_decline_and_turn_cap_return_none_with_reason(git_repo):
     repo = git_repo({"csrc/pack.cu": KERNEL})
     declining = LLMProposer(ScriptedModel([[("decline", {"reason": "tensor-core PTX needs an MFMA rewrite"})]]))
-    assert declining.propose(FAILURE, repo) is None and "MFMA" in declining.last_reason
+    assert declining.propose(FAILURE, Workspace(repo)) is None and "MFMA" in declining.last_reason
     looping = LLMProposer(ScriptedModel([[("list_dir", {"path": "."})]] * 3), max_turns=3)
-    assert looping.propose(FAILURE, repo) is None and "3 turns" in looping.last_reason
+    assert looping.propose(FAILURE, Workspace(repo)) is None and "3 turns" in looping.last_reason
 
 
 def test_paths_outside_the_repo_are_refused(git_repo, tmp_path):
@@ -71,7 +72,7 @@ def test_paths_outside_the_repo_are_refused(git_repo, tmp_path):
         [("propose_edit", {"path": "link/outside.txt", "search": "secret", "replace": "pwned"})],
         [("decline", {"reason": "stop"})],
     ])
-    LLMProposer(model).propose(FAILURE, repo)
+    LLMProposer(model).propose(FAILURE, Workspace(repo))
     assert "not a repo-relative path" in model.seen[1][-1]["content"]
     assert "outside the repository" in model.seen[2][-1]["content"]
     assert (tmp_path / "outside.txt").read_text() == "secret"
