@@ -67,6 +67,11 @@ class Profile(BaseModel):
     launch: LaunchSpec
     expected_params: str | None = None
     """Command template with {model_path}: prints the framework's expected parameter names as JSON."""
+    load_check: str | None = None
+    """Command template with {model_path}: loads the checkpoint into the model without serving
+    (exit 0 = loads; otherwise its traceback is diagnosed). The cheap check before a server launch."""
+    serve_needs_gpu: bool = False
+    """True when loading and serving need a GPU (sglang, vLLM); without one they are 'not run: no GPU'."""
     model_loaders: list[str] = Field(default_factory=list)
     """Globs of the files whose load_weights map checkpoint names to parameters."""
     quant_configs: list[str] = Field(default_factory=list)
