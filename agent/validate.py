@@ -1,0 +1,191 @@
+"""Validate a proposal before it is kept: apply it, compile the touched units with hipcc (ROCm) and
+nvcc (CUDA, when present), prove the CUDA preprocessor output unchanged, and check the targeted
+failure is gone. A proposal that fails any check is reverted and returned with the reasons.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agent.units import touched_units
+from sandboxes.base import CommandResult, Sandbox
+from tools.patching import PatchError, apply_diff, revert_diff
+from tools.records import CheckResult, Failure, PatchOutcome, Proposal
+
+HIP_UNIT = "hipcc -x hip -DUSE_ROCM --offload-arch={arch} -I{dir} -I{root} -c {file} -o {out}"
+CUDA_UNIT = "nvcc -x cu -arch=sm_90 -I{dir} -I{root} -c {file} -o {out}"
+CUDA_PREPROCESS = "nvcc -x cu -arch=sm_90 -E -I{dir} -I{root} {file}"
+C_FILES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".hip", ".h", ".hpp", ".hh", ".inl", ".c")
+# C/C++ tokens, string and char literals whole, so spacing and line markers do not matter.
+_TOKEN = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|\w+|[^\s\w]')
+_LINE_MARKER = re.compile(r"^\s*#\s*(?:line\s+)?\d+(?:\s.*)?$", re.MULTILINE)
+
+
+@dataclass
+class Toolchains:
+    """Where and how units are compiled. `hip` runs hipcc (the ROCm image, or the host); `cuda` runs nvcc."""
+
+    hip: Sandbox
+    arch: str = "gfx942"
+    cuda: Sandbox | None = None
+    hip_unit: str = HIP_UNIT
+    cuda_unit: str = CUDA_UNIT
+    cuda_preprocess: str = CUDA_PREPROCESS
+    sources: list[str] | None = None
+    timeout: float = 600
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_profile(cls, hip: Sandbox, cuda: Sandbox | None, arch: str, profile=None) -> Toolchains:
+        """Templates from the profile's `unit` section when given, else the defaults above."""
+        unit = getattr(profile, "unit", None)
+        if unit is None:
+            return cls(hip=hip, cuda=cuda, arch=arch)
+        return cls(hip=hip, cuda=cuda, arch=arch, hip_unit=unit.hip, cuda_unit=unit.cuda or CUDA_UNIT,
+                   cuda_preprocess=unit.cuda_preprocess or CUDA_PREPROCESS, sources=list(unit.sources))
+
+
+def cuda_tokens(preprocessed: str) -> list[str]:
+    """The token stream of preprocessor output, line markers and whitespace dropped."""
+    return _TOKEN.findall(_LINE_MARKER.sub("", preprocessed))
+
+
+def _fmt(template: str, root: Path, rel: str, arch: str) -> str:
+    """A unit command with repo-relative paths (commands run in the repo root, host or container)."""
+    out = f"/tmp/rocport-unit-{abs(hash((str(root), rel))) % 10**8}.o"
+    parent = str(Path(rel).parent)
+    return template.format(file=shlex.quote(rel), arch=arch, out=out, dir=shlex.quote(parent), root=".")
+
+
+def _first_error(output: str) -> str:
+    for line in output.splitlines():
+        if "error" in line:
+            return line.strip()[:300]
+    lines = [ln for ln in output.splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else "no output"
+
+
+def _check(name: str, result: CommandResult, ok: bool, detail: str) -> CheckResult:
+    return CheckResult(name=name, ok=ok, detail=detail, cmd=result.cmd, duration_s=round(result.duration_s, 2))
+
+
+def failure_gone(failure: Failure | None, output: str) -> bool:
+    """True when no error line of the compiler output mentions the failure's symbol (or message)."""
+    if failure is None:
+        return True
+    needle = failure.symbol or failure.message
+    errors = [ln for ln in output.splitlines() if "error" in ln or "fatal" in ln]
+    return not any(needle and needle in ln for ln in errors)
+
+
+class Validator:
+    """Runs the checks for proposals against one repo checkout."""
+
+    def __init__(self, root: Path, tools: Toolchains):
+        self.root = Path(root).resolve()
+        self.tools = tools
+
+    def preprocess(self, files: list[str]) -> dict[str, list[str] | str]:
+        """CUDA token streams of existing C/C++ files (or the error text when nvcc -E failed)."""
+        out: dict[str, list[str] | str] = {}
+        if self.tools.cuda is None:
+            return out
+        for rel in files:
+            if rel.endswith(C_FILES) and (self.root / rel).is_file():
+                res = self.tools.cuda.run(_fmt(self.tools.cuda_preprocess, self.root, rel, self.tools.arch),
+                                          timeout=self.tools.timeout)
+                out[rel] = cuda_tokens(res.stdout) if res.ok else f"nvcc -E failed: {_first_error(res.output)}"
+        return out
+
+    def _identity(self, before: dict, after: dict) -> list[CheckResult]:
+        checks = []
+        for rel, old in before.items():
+            new = after.get(rel)
+            same = isinstance(old, list) and old == new
+            detail = "CUDA preprocessor output identical (tokens; line markers ignored)" if same else \
+                (old if isinstance(old, str) else new if isinstance(new, str) else
+                 f"CUDA preprocessor output changed ({len(old)} -> {len(new or [])} tokens)")
+            cmd = _fmt(self.tools.cuda_preprocess, self.root, rel, self.tools.arch)
+            checks.append(CheckResult(name=f"cuda -E identity {rel}", ok=same, detail=detail, cmd=cmd))
+        return checks
+
+    def _hip(self, units: list[str], failure: Failure | None) -> list[CheckResult]:
+        checks = []
+        target = failure.facts.get("unit") or failure.file if failure else None
+        for rel in units:
+            res = self.tools.hip.run(_fmt(self.tools.hip_unit, self.root, rel, self.tools.arch),
+                                     env=self.tools.extra_env or None, timeout=self.tools.timeout)
+            gone = failure_gone(failure, res.output)
+            if res.ok:
+                checks.append(_check(f"hipcc {self.tools.arch} {rel}", res, True, "compiles"))
+            elif gone:  # the targeted error is fixed; the unit has further, different errors
+                checks.append(_check(f"hipcc {self.tools.arch} {rel}", res, True,
+                                     f"targeted failure gone; unit still fails: {_first_error(res.output)}"))
+            else:
+                checks.append(_check(f"hipcc {self.tools.arch} {rel}", res, False,
+                                     f"targeted failure still reported{' in ' + target if target else ''}: "
+                                     f"{_first_error(res.output)}"))
+        return checks
+
+    def _nvcc(self, units: list[str], diff: str) -> list[CheckResult]:
+        checks = []
+        for rel in units:
+            cmd = _fmt(self.tools.cuda_unit, self.root, rel, self.tools.arch)
+            res = self.tools.cuda.run(cmd, timeout=self.tools.timeout)
+            if res.ok:
+                checks.append(_check(f"nvcc {rel}", res, True, "compiles"))
+                continue
+            revert_diff(self.root, diff)  # did it compile before the patch? only then is it our fault
+            before = self.tools.cuda.run(cmd, timeout=self.tools.timeout) if (self.root / rel).exists() else None
+            apply_diff(self.root, diff)
+            broke = before is None or before.ok
+            checks.append(_check(f"nvcc {rel}", res, not broke,
+                                 ("the patch breaks the CUDA build: " if broke else "failed before the patch too: ")
+                                 + _first_error(res.output)))
+        return checks
+
+    def validate(self, proposal: Proposal, failure: Failure | None = None, keep: bool = True) -> PatchOutcome:
+        """Apply, check, and revert unless every check passes (or `keep` is False)."""
+        before = self.preprocess(proposal.files)
+        try:
+            apply_diff(self.root, proposal.diff)
+        except PatchError as exc:
+            return PatchOutcome(proposal, applied=False, reason=str(exc))
+        units = touched_units(self.root, proposal.files, self.tools.sources)
+        checks: list[CheckResult] = []
+        try:
+            checks += self._identity(before, self.preprocess(list(before)))
+            checks += self._hip(units, failure)
+            if self.tools.cuda is not None:
+                checks += self._nvcc(units, proposal.diff)
+        except BaseException:
+            revert_diff(self.root, proposal.diff)
+            raise
+        bad = [c for c in checks if not c.ok]
+        kept = not bad and keep
+        if not kept:
+            revert_diff(self.root, proposal.diff)
+        reason = "; ".join(f"{c.name}: {c.detail}" for c in bad) or ("all checks passed" if checks else
+                                                                      "no C/C++ units touched; nothing compiled")
+        return PatchOutcome(proposal, applied=kept, checks=checks, kept=kept, reason=reason)
+
+
+def host_cuda_sandbox(root: Path) -> Sandbox | None:
+    """A host sandbox for nvcc when nvcc is installed, else None (CUDA checks are skipped)."""
+    if shutil.which("nvcc") is None:
+        return None
+    from sandboxes.local import LocalSandbox
+    return LocalSandbox(root)
+
+
+def evidence(outcome: PatchOutcome) -> str:
+    """The checks as commit-message evidence lines: verdict, name, detail, command."""
+    lines = []
+    for c in outcome.checks:
+        lines.append(f"- [{'ok' if c.ok else 'FAIL'}] {c.name}: {c.detail}")
+        if c.cmd:
+            lines.append(f"    $ {c.cmd}")
+    return "\n".join(lines)

@@ -1,0 +1,42 @@
+"""Shared helpers for rule tests: run a fixer, validate with real compilers."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent.rules import Workspace, propose_for
+from agent.validate import Toolchains, Validator
+from sandboxes.local import LocalSandbox
+from tools.records import Failure
+
+
+def failure(kind: str, file: str, symbol: str, message: str = "") -> Failure:
+    return Failure(kind=kind, message=message or f"error about {symbol}", file=file, symbol=symbol,
+                   signature=f"{kind}:{file}:{symbol}", source="hipcc", facts={"unit": file})
+
+
+def propose(root: Path, fail: Failure, arch: str = "gfx942"):
+    """The one proposal the playbook makes (asserts there is exactly one)."""
+    result = propose_for(fail, Workspace(root=root, target_arch=arch))
+    assert len(result.proposals) == 1, result.declines
+    return result.proposals[0]
+
+
+def declines(root: Path, fail: Failure) -> list[str]:
+    result = propose_for(fail, Workspace(root=root))
+    assert not result.proposals
+    return result.declines
+
+
+def host_toolchains(root: Path, with_nvcc: bool = True) -> Toolchains:
+    """Host hipcc (gfx90a) plus host nvcc."""
+    return Toolchains(hip=LocalSandbox(root), arch="gfx90a", cuda=LocalSandbox(root) if with_nvcc else None)
+
+
+def image_toolchains(root: Path, image: str, arch: str) -> Toolchains:
+    """hipcc in the ROCm image for `arch`, host nvcc."""
+    from sandboxes.docker import DockerSandbox
+    return Toolchains(hip=DockerSandbox(image, str(root)), arch=arch, cuda=LocalSandbox(root))
+
+
+def validate(root: Path, tools: Toolchains, proposal, fail: Failure):
+    return Validator(root, tools).validate(proposal, fail)

@@ -1,0 +1,68 @@
+"""cuda_header rule: real kernels with CUDA headers, fixed and proven with hipcc and nvcc."""
+from __future__ import annotations
+
+import pytest
+
+from tests.agent.rules.helpers import declines, failure, host_toolchains, image_toolchains, propose, validate
+
+KERNEL = """#include <cstdio>
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+
+__global__ void scale(__half* x, float s) { x[threadIdx.x] = __float2half(__half2float(x[threadIdx.x]) * s); }
+"""
+BF16 = """#ifdef USE_ROCM
+#include <hip/hip_runtime.h>
+#else
+#include <cuda_runtime.h>
+#endif
+#include <cuda_bf16.h>
+
+__global__ void k(float* x) { x[0] = __bfloat162float(__float2bfloat16(x[0])); }
+"""
+
+
+def test_guard_groups_consecutive_includes_and_keeps_cuda_lines(git_repo):
+    root = git_repo({"csrc/k.cu": KERNEL})
+    prop = propose(root, failure("cuda_header", "csrc/k.cu", "cuda_runtime.h"))
+    assert prop.diff.count("#ifdef USE_ROCM") == 1
+    assert "+#include <hip/hip_runtime.h>\n+#include <hip/hip_fp16.h>\n+#else\n" in prop.diff
+    assert "-#include <cuda_runtime.h>" not in prop.diff  # the CUDA lines stay as they are
+
+
+def test_fix_compiles_on_host_hipcc_and_nvcc_with_identical_cuda_tokens(git_repo, hipcc, nvcc):
+    root = git_repo({"csrc/k.cu": KERNEL})
+    fail = failure("cuda_header", "csrc/k.cu", "cuda_runtime.h")
+    outcome = validate(root, host_toolchains(root), propose(root, fail, "gfx90a"), fail)
+    assert outcome.kept, outcome.reason
+    names = {c.name.split(" ")[0] + " " + c.name.split(" ")[1] for c in outcome.checks}
+    assert {"hipcc gfx90a", "nvcc csrc/k.cu", "cuda -E"} <= names
+    assert "#include <hip/hip_fp16.h>" in (root / "csrc/k.cu").read_text()
+    assert not [p for p in [propose_none(root, fail)] if p]
+
+
+def propose_none(root, fail):
+    from agent.rules import Workspace, propose_for
+    return propose_for(fail, Workspace(root=root)).proposals
+
+
+def test_merges_into_existing_guard_and_compiles_for_gfx942_gfx950(git_repo, rocm_image, nvcc):
+    root = git_repo({"csrc/bf.cu": BF16})
+    fail = failure("cuda_header", "csrc/bf.cu", "cuda_bf16.h")
+    prop = propose(root, fail)
+    for arch in ("gfx942", "gfx950"):
+        outcome = validate(root, image_toolchains(root, rocm_image, arch), prop, fail)
+        assert outcome.kept, outcome.reason
+        if arch == "gfx942":
+            (root / "csrc/bf.cu").write_text(BF16)  # back to the fault for the second arch
+    text = (root / "csrc/bf.cu").read_text()
+    assert text.count("#ifdef USE_ROCM") == 1 and text.count("#endif") == 1
+    assert "#include <hip/hip_runtime.h>\n#include <hip/hip_bf16.h>\n#else\n" in text
+    assert not propose_none(root, fail)
+
+
+@pytest.mark.parametrize("header,why", [("cuda.h", "driver API"), ("hip/hip_fp8.h", "ROCm toolchain")])
+def test_declines_with_reason(git_repo, header, why):
+    root = git_repo({"a.cu": f"#include <{header}>\n"})
+    reasons = declines(root, failure("cuda_header", "a.cu", header))
+    assert len(reasons) == 1 and why in reasons[0]
