@@ -1,0 +1,237 @@
+"""The port job a user writes: YAML files plus `key=value` overrides, validated by pydantic.
+
+`load_job(["job.yaml", "budgets.builds=3"])` merges left to right. Unknown keys are errors that
+name the key (and the YAML line when known); the API key itself is never part of a job, only the
+name of the environment variable that holds it.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class JobError(ValueError):
+    """The job configuration is wrong; the message says where and what to do."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class FrameworkSpec(_Section):
+    """Which serving framework to port."""
+
+    profile: str
+    """A bundled profile name (sglang, vllm, tinyserve) or a path to a profile YAML."""
+    repo: str | None = None
+    """Git URL or local path of the framework; defaults to the profile's repo_url."""
+    ref: str | None = None
+    """Branch, tag or commit to port; defaults to the profile's default_ref (or the repo's HEAD)."""
+
+
+class ModelSpec(_Section):
+    """The checkpoint the port must load and serve."""
+
+    path: str | None = None
+    """Checkpoint directory: config.json + safetensors (or an index). None skips load/serve/bench."""
+    name: str | None = None
+    """Served model name; defaults to the directory name."""
+
+
+class TargetSpec(_Section):
+    """The AMD target."""
+
+    arch: str = "gfx942"
+    """gfx architecture the ROCm build is compiled for (gfx90a, gfx942, gfx950)."""
+    image: str | None = None
+    """Container image for the docker sandbox; defaults to the profile's first image."""
+
+
+class SandboxSpec(_Section):
+    """Where commands run."""
+
+    backend: Literal["docker", "local"] = "docker"
+    network: bool = False
+    """Give the docker sandbox a network (host). Off by default."""
+
+
+class Budgets(_Section):
+    """Limits that end a run cleanly with a partial report."""
+
+    iterations: int = Field(8, ge=1)
+    """Propose/apply rounds."""
+    builds: int = Field(6, ge=1)
+    """Full builds."""
+    launches: int = Field(2, ge=0)
+    """Server launches."""
+    llm_tokens: int = Field(200_000, ge=0)
+    """LLM tokens, prompt plus completion."""
+    usd: float | None = Field(None, ge=0)
+    """LLM spend; only enforceable when prices are configured."""
+    wall_time_s: float = Field(4 * 3600, gt=0)
+    """Wall-clock time of the whole run, resumes included."""
+
+
+class LLMSpec(_Section):
+    """An OpenAI-compatible endpoint for the failures no rule fixes."""
+
+    base_url: str | None = None
+    """Endpoint URL; falls back to $OPENAI_BASE_URL. None and no env: the run is rules-only."""
+    model: str | None = None
+    """Model name as the endpoint knows it."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Name of the environment variable holding the key; the key is never stored."""
+    price_in_per_mtok: float | None = None
+    """USD per million prompt tokens; unknown means cost is reported as unknown."""
+    price_out_per_mtok: float | None = None
+    max_turns: int = Field(12, ge=1)
+    """Hard cap on tool-calling turns per failure."""
+
+    def endpoint(self) -> str | None:
+        """The configured endpoint URL, or None for a rules-only run."""
+        return self.base_url or os.environ.get("OPENAI_BASE_URL") or None
+
+
+class ServeSpec(_Section):
+    """How the server is launched for validation."""
+
+    tp: int = Field(1, ge=1)
+    dp: int = Field(1, ge=1)
+    port: int | None = None
+    """Fixed port; None picks a free one."""
+
+
+class BenchSpec(_Section):
+    """The benchmark workload run against the ported server."""
+
+    preset: str | None = None
+    """A named workload of tools.bench (e.g. glm52); overrides the numbers below."""
+    isl: int = Field(64, ge=1)
+    osl: int = Field(16, ge=1)
+    num_prompts: int = Field(16, ge=1)
+    max_concurrency: int = Field(4, ge=1)
+    cache_hit_rate: float | None = Field(None, ge=0, le=1)
+    enabled: bool = True
+
+
+class PortJob(_Section):
+    """One port: a framework at a ref, a model, a target, and the limits of the attempt."""
+
+    framework: FrameworkSpec
+    model: ModelSpec = Field(default_factory=ModelSpec)
+    target: TargetSpec = Field(default_factory=TargetSpec)
+    sandbox: SandboxSpec = Field(default_factory=SandboxSpec)
+    budgets: Budgets = Field(default_factory=Budgets)
+    llm: LLMSpec = Field(default_factory=LLMSpec)
+    serve: ServeSpec = Field(default_factory=ServeSpec)
+    bench: BenchSpec = Field(default_factory=BenchSpec)
+
+
+def _parse_value(text: str) -> Any:
+    """`-c budgets.builds=3` -> 3; YAML scalars so numbers, booleans and null work."""
+    try:
+        return yaml.safe_load(text) if text != "" else ""
+    except yaml.YAMLError:
+        return text
+
+
+def _set_dotted(data: dict, key: str, value: Any) -> None:
+    parts = key.split(".")
+    node = data
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+        node = child
+    node[parts[-1]] = value
+
+
+def _merge(base: dict, extra: dict) -> dict:
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        else:
+            base[key] = value
+    return base
+
+
+def _yaml_lines(text: str) -> dict[tuple[str, ...], int]:
+    """Line number of every mapping key, by dotted path, for error messages."""
+    lines: dict[tuple[str, ...], int] = {}
+
+    def walk(node, prefix: tuple[str, ...]) -> None:
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                path = prefix + (str(key_node.value),)
+                lines[path] = key_node.start_mark.line + 1
+                walk(value_node, path)
+
+    try:
+        walk(yaml.compose(text), ())
+    except yaml.YAMLError:
+        pass  # the loader reports malformed YAML itself
+    return lines
+
+
+def _read_yaml(path: Path) -> tuple[dict, dict[tuple[str, ...], int]]:
+    if not path.is_file():
+        raise JobError(f"job file {path} not found: pass an existing YAML file or key=value")
+    text = path.read_text()
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "cannot parse"
+        raise JobError(f"{path}:{where}: malformed YAML: {problem}") from exc
+    if not isinstance(data, dict):
+        raise JobError(f"{path}: a job file is a YAML mapping (framework:, model:, ...), got {type(data).__name__}")
+    return data, _yaml_lines(text)
+
+
+def load_job(sources: list[str]) -> PortJob:
+    """Build a PortJob from YAML paths and `dotted.key=value` overrides, applied left to right."""
+    data: dict = {}
+    origins: dict[tuple[str, ...], str] = {}
+    for source in sources:
+        if "=" in source and not Path(source).is_file():
+            key, _, raw = source.partition("=")
+            key = key.strip()
+            if not key:
+                raise JobError(f"override {source!r} has no key: write section.key=value")
+            _set_dotted(data, key, _parse_value(raw))
+            origins[tuple(key.split("."))] = f"override {source!r}"
+            continue
+        path = Path(source)
+        loaded, lines = _read_yaml(path)
+        _merge(data, loaded)
+        origins.update({k: f"{path} line {n}" for k, n in lines.items()})
+    return validate_job(data, origins)
+
+
+def validate_job(data: dict, origins: dict[tuple[str, ...], str] | None = None) -> PortJob:
+    """Validate a plain dict; errors name the dotted key and where it came from."""
+    try:
+        return PortJob.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = tuple(str(p) for p in err["loc"])
+        where = (origins or {}).get(loc)
+        suffix = f" ({where})" if where else ""
+        if err["type"] == "extra_forbidden":
+            raise JobError(f"unknown key {'.'.join(loc)}{suffix}: check the spelling; "
+                           f"see agent/config.py for the keys a job accepts") from exc
+        if err["type"] == "missing":
+            raise JobError(f"missing key {'.'.join(loc)}: set it in the job YAML or with "
+                           f"-c {'.'.join(loc)}=...") from exc
+        raise JobError(f"{'.'.join(loc)}{suffix}: {err['msg']}") from exc
+
+
+def job_to_yaml(job: PortJob) -> str:
+    """The job as YAML, for the run directory (it holds no secrets: only the key's env name)."""
+    return yaml.safe_dump(job.model_dump(mode="json"), sort_keys=False)
