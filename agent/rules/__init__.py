@@ -1,21 +1,11 @@
 """The rule playbook: deterministic fixers, one module per failure family (see base.py)."""
-# Fixer modules, one line each; importing one registers its fixer.
-from agent.rules import (
-                              cub,  # noqa: F401
-                              headers,  # noqa: F401
-)
-from agent.rules.base import (
-                              Decline,
-                              Fixer,
-                              RuleResult,
-                              Workspace,
-                              all_fixers,
-                              file_diff,
-                              fixers_for,
-                              make_proposal,
-                              propose_for,
-                              register,
-)
+# isort: skip_file
+from agent.rules.base import (Decline, Fixer, RuleResult, Workspace, all_fixers, file_diff, fixers_for,
+                              make_proposal, propose_for, register)
+
+# Fixer modules, one line each; importing one registers its fixer (order = proposal order).
+from agent.rules import headers  # noqa: F401
+from agent.rules import cub  # noqa: F401
 
 __all__ = ["Decline", "Fixer", "RuleResult", "Workspace", "all_fixers", "file_diff", "fixers_for",
            "make_proposal", "propose_for", "register"]
