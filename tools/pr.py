@@ -1,0 +1,132 @@
+"""From a run's kept patches to something a maintainer can merge: a clean branch with one commit per
+fix, a `git format-patch` series, a PR description full of evidence, a push, and a GitHub PR."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tools.pr_text import commit_message, pr_description, pr_title
+from tools.report import RunView
+
+GITHUB_API = "https://api.github.com"
+
+
+class PRError(ValueError):
+    """The PR cannot be made; one line saying what to do."""
+
+
+@dataclass
+class PullRequest:
+    branch: str
+    base_commit: str
+    commits: list[str] = field(default_factory=list)
+    patches: list[Path] = field(default_factory=list)
+    description: Path | None = None
+    title: str = ""
+
+
+def _git(repo: Path, *args: str, env: dict | None = None) -> str:
+    proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})})
+    if proc.returncode != 0:
+        raise PRError(f"git {args[0]} failed in {repo}: {proc.stderr.strip().splitlines()[-1:]}")
+    return proc.stdout.strip()
+
+
+def kept_outcomes(state: dict) -> list[dict]:
+    return [o for o in state.get("outcomes", []) if o.get("kept") and o.get("commit")]
+
+
+def build_pr(view: RunView, *, author: str | None = None) -> PullRequest:
+    """Recreate `rocport/pr-<run>` from the base commit with one rewritten commit per kept fix, then
+    write the patch series and the description into <run>/pr/."""
+    state = view.state
+    repo = Path(state.get("repo_dir") or view.path / "repo")
+    base = state.get("base_commit", "")
+    kept = kept_outcomes(state)
+    if not kept:
+        raise PRError(f"run {view.run_id} kept no patches: nothing to send upstream")
+    if not (repo / ".git").exists():
+        raise PRError(f"the run's clone {repo} is gone: rerun `rocport port` to recreate it")
+    branch = f"rocport/pr-{view.run_id}"
+    pr = PullRequest(branch=branch, base_commit=base, title=pr_title(view))
+    _git(repo, "checkout", "-q", "-B", branch, base)
+    env = {"GIT_COMMITTER_NAME": "rocport", "GIT_COMMITTER_EMAIL": "rocport@localhost"}
+    for i, outcome in enumerate(kept, 1):
+        _git(repo, "cherry-pick", "--no-commit", outcome["commit"], env=env)
+        msg_file = view.path / "pr" / f".msg-{i}"
+        msg_file.parent.mkdir(parents=True, exist_ok=True)
+        msg_file.write_text(commit_message(outcome, view))
+        args = ["commit", "-q", "-F", str(msg_file)] + ([f"--author={author}"] if author else [])
+        _git(repo, *args, env=env)
+        msg_file.unlink()
+        pr.commits.append(_git(repo, "rev-parse", "HEAD"))
+    out = view.path / "pr"
+    for old in out.glob("*.patch"):
+        old.unlink()
+    _git(repo, "format-patch", "-q", "-o", str(out), f"{base}..{branch}")
+    pr.patches = sorted(out.glob("*.patch"))
+    if state.get("bench"):
+        (out / "bench.json").write_text(json.dumps(state["bench"], indent=2))
+    pr.description = out / "PR.md"
+    pr.description.write_text(pr_description(view, pr.commits))
+    return pr
+
+
+def push(view: RunView, pr: PullRequest, remote: str) -> str:
+    repo = Path(view.state.get("repo_dir") or view.path / "repo")
+    _git(repo, "push", "-q", "--force", remote, f"{pr.branch}:{pr.branch}")
+    return f"pushed {pr.branch} to {remote}"
+
+
+@dataclass
+class PRRequest:
+    """The GitHub REST call that opens the PR; `redacted()` is what logs and dry runs show."""
+
+    url: str
+    body: dict
+    token: str
+
+    def headers(self) -> dict[str, str]:
+        return {"Accept": "application/vnd.github+json", "Authorization": f"Bearer {self.token}",
+                "X-GitHub-Api-Version": "2022-11-28", "Content-Type": "application/json",
+                "User-Agent": "rocport"}
+
+    def redacted(self) -> str:
+        headers = {**self.headers(), "Authorization": "Bearer ***"}
+        return f"POST {self.url}\n" + json.dumps({"headers": headers, "json": self.body}, indent=2)
+
+
+def pr_request(pr: PullRequest, *, slug: str, base_branch: str, api_url: str | None = None,
+               head_owner: str | None = None, draft: bool = False) -> PRRequest:
+    """GitHub or GitHub Enterprise (api_url like https://ghe.example.com/api/v3)."""
+    if slug.count("/") != 1:
+        raise PRError(f"--repo {slug!r} must be OWNER/NAME")
+    token = os.environ.get("GITHUB_TOKEN", "")
+    if not token:
+        raise PRError("GITHUB_TOKEN is not set: export a token with pull-request write access")
+    api = (api_url or os.environ.get("GITHUB_API_URL") or GITHUB_API).rstrip("/")
+    head = f"{head_owner}:{pr.branch}" if head_owner else pr.branch
+    body = {"title": pr.title, "head": head, "base": base_branch, "draft": draft,
+            "body": pr.description.read_text() if pr.description else ""}
+    return PRRequest(url=f"{api}/repos/{slug}/pulls", body=body, token=token)
+
+
+def open_pr(req: PRRequest, timeout_s: float = 30) -> str:
+    """Send the request; returns the PR's html_url. Errors never echo the token."""
+    data = json.dumps(req.body).encode()
+    http_req = urllib.request.Request(req.url, data=data, headers=req.headers(), method="POST")
+    try:
+        with urllib.request.urlopen(http_req, timeout=timeout_s) as resp:
+            answer = json.loads(resp.read() or b"{}")
+    except urllib.error.HTTPError as exc:
+        detail = exc.read()[:300].decode(errors="replace").replace(req.token, "***")
+        raise PRError(f"GitHub answered HTTP {exc.code} for {req.url}: {detail}") from exc
+    except urllib.error.URLError as exc:
+        raise PRError(f"cannot reach {req.url}: {exc.reason}; check --api-url") from exc
+    return answer.get("html_url") or answer.get("url") or "(no url in the answer)"

@@ -1,0 +1,124 @@
+"""The words of a PR: commit messages, the title, and the description with its evidence."""
+from __future__ import annotations
+
+from tools.report import PERCENTILES, RunView, bench_rows
+
+_WHAT = {
+    "cuda_header": "add a ROCm branch for the CUDA headers",
+    "cub": "use hipCUB on ROCm",
+    "cuda_std": "use host type traits on ROCm",
+    "warp_intrinsic": "route warp intrinsics through the ROCm compat header",
+    "warp_size": "derive warp-size literals from WARP_SIZE",
+    "bf16_type": "map CUDA bf16 types to HIP types on ROCm",
+    "fp16_type": "map CUDA fp16 types to HIP types on ROCm",
+    "fp8_type": "map CUDA fp8 types to HIP fnuz/OCP types on ROCm",
+    "inline_ptx": "replace inline PTX with portable code on ROCm",
+    "weight_name": "remap checkpoint weight names in load_weights",
+    "quant_exclusion": "apply the weight-name remap to the quantization exclusion list",
+    "cuda_only_dep": "guard a CUDA-only import by platform",
+    "compiler_dialect": "fix code clang rejects",
+}
+# What no check here can prove without an AMD GPU, per failure kind (FAILURE_CLASSES.md invariants).
+_NEEDS_GPU = {
+    "warp_intrinsic": "warp shuffles were compiled, not run: 32-lane semantics on wave64 are unproven",
+    "warp_size": "warp-size changes were compiled, not run on wave64 hardware",
+    "fp8_type": "fp8 type mapping was compiled, not run: fnuz vs OCP numerics are unproven",
+    "inline_ptx": "the PTX replacement was compiled, not run",
+}
+
+
+def failure_for(view: RunView, signature: str) -> dict:
+    """The diagnosed failure a patch targeted (state.known_failures), or what the signature says."""
+    known = view.state.get("known_failures", {})
+    if signature in known:
+        return known[signature]
+    kind = signature.split(":", 1)[0]
+    return {"kind": kind, "signature": signature, "message": signature}
+
+
+def _subject(outcome: dict, view: RunView) -> str:
+    prop = outcome["proposal"]
+    failure = failure_for(view, prop["failure_signature"])
+    what = _WHAT.get(failure.get("kind", ""), f"fix {failure.get('kind', 'a ROCm failure')} on ROCm")
+    files = prop.get("files", [])
+    where = files[0] if len(files) == 1 else (f"{files[0]} and {len(files) - 1} more" if files else "build")
+    return f"[ROCm] {where}: {what}"
+
+
+def _checks(outcome: dict) -> list[str]:
+    lines = []
+    for ck in outcome.get("checks", []):
+        mark = "ok" if ck["ok"] else "FAILED"
+        cmd = f" — `{ck['cmd']}`" if ck.get("cmd") else ""
+        detail = f" ({ck['detail'][:120]})" if ck.get("detail") else ""
+        lines.append(f"- {ck['name']}: {mark}{detail}{cmd}")
+    return lines
+
+
+def commit_message(outcome: dict, view: RunView) -> str:
+    prop = outcome["proposal"]
+    failure = failure_for(view, prop["failure_signature"])
+    where = f" at {failure['file']}:{failure.get('line')}" if failure.get("file") else ""
+    body = [_subject(outcome, view), "", f"This removes the ROCm {failure.get('kind')} failure{where}:", "",
+            f"    {failure.get('message', '').strip()}", "", prop.get("rationale", "").strip(), "",
+            "Evidence:"] + _checks(outcome)
+    return "\n".join(body).rstrip() + "\n"
+
+
+def pr_title(view: RunView) -> str:
+    kept = [o for o in view.state.get("outcomes", []) if o.get("kept")]
+    kinds = sorted({failure_for(view, o["proposal"]["failure_signature"]).get("kind", "") for o in kept})
+    return f"[ROCm] Fix {len(kept)} ROCm port failure{'s' if len(kept) != 1 else ''} ({', '.join(kinds)})"
+
+
+def _not_validated(view: RunView, kept: list[dict]) -> list[str]:
+    s = view.state
+    out = [f"- {k}: {v.get('status')}" + (f" — {v['detail']}" if v.get("detail") else "")
+           for k, v in s.get("stages", {}).items() if str(v.get("status", "")).startswith("not run")]
+    kinds = {failure_for(view, o["proposal"]["failure_signature"]).get("kind") for o in kept}
+    out += [f"- {_NEEDS_GPU[k]}" for k in sorted(k for k in kinds if k in _NEEDS_GPU)]
+    if not s.get("gpu"):
+        out.append("- no AMD GPU was available: kernels were compiled for the target but not executed; "
+                   "benchmark numbers come from the server as it ran on this machine")
+    return out or ["- nothing: every check ran"]
+
+
+def pr_description(view: RunView, commits: list[str]) -> str:
+    s = view.state
+    kept = [o for o in s.get("outcomes", []) if o.get("kept") and o.get("commit")]
+    lines = [f"# {pr_title(view)}", "", "## Summary", "",
+             f"{len(kept)} minimal patch{'es' if len(kept) != 1 else ''} found and validated by rocport "
+             f"(run `{view.run_id}`). The CUDA path is unchanged: every touched file still compiles with nvcc "
+             f"and its CUDA preprocessor output is byte-identical before and after.", "",
+             "## Failures → fixes", "", "| # | failure | kind | fix | commit |", "|---|---|---|---|---|"]
+    for i, (o, sha) in enumerate(zip(kept, commits), 1):
+        f = failure_for(view, o["proposal"]["failure_signature"])
+        lines.append(f"| {i} | `{f.get('message', '')[:80]}` | {f.get('kind')} | {_subject(o, view)} | {sha[:10]} |")
+    lines += ["", "## Evidence", ""]
+    for i, o in enumerate(kept, 1):
+        f = failure_for(view, o["proposal"]["failure_signature"])
+        lines += [f"### {i}. {_subject(o, view)}", "", f"Proposed by `{o['proposal']['proposer']}`: "
+                  f"{o['proposal'].get('rationale', '').strip()}", "", "**Before** (diagnosed):", "", "```",
+                  (f.get("excerpt") or f.get("message", "")).strip(), "```", "", "**After:**", ""]
+        lines += _checks(o) + [""]
+    stages = s.get("stages", {})
+    if stages:
+        lines += ["## Load, serve and benchmark", ""]
+        lines += [f"- {k}: {v.get('status')}" + (f" — {v['detail']}" if v.get("detail") else "")
+                  for k, v in stages.items()]
+        lines.append("")
+    bench = s.get("bench")
+    if bench:
+        rows, thr = bench_rows(bench)
+        lines += ["Benchmark after the fixes (raw JSON attached as `bench.json`):", ""]
+        if bench.get("command"):
+            lines += ["```", bench["command"], "```", ""]
+        lines += ["| metric (ms) | " + " | ".join(PERCENTILES) + " |", "|---" * (len(PERCENTILES) + 1) + "|"]
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        lines += [""] + [f"- {k}: {v:.2f}" for k, v in thr] + [""]
+        before = s.get("bench_before")
+        lines.append("Before the fixes: " + ("see `bench_before.json`." if before else
+                                            "no baseline — the server could not load the model on ROCm."))
+        lines.append("")
+    lines += ["## Not validated here", ""] + _not_validated(view, kept)
+    return "\n".join(lines) + "\n"

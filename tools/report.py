@@ -1,0 +1,140 @@
+"""The run report: what happened in a port run, as markdown and as data for the HTML page.
+
+Reads only the run directory (state.json, events.jsonl, job.yaml, bench JSON), so any finished or
+stopped run can be reported again later, on any machine.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+LATENCY_METRICS = (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL"), ("e2e_latency", "E2E"))
+PERCENTILES = ("mean", "median", "p90", "p95", "p99")
+THROUGHPUTS = (("request_throughput", "requests/s"), ("output_throughput", "output tok/s"),
+               ("total_token_throughput", "total tok/s"))
+
+
+class ReportError(ValueError):
+    """The run directory cannot be reported; the message says what is missing."""
+
+
+@dataclass
+class RunView:
+    """A run as the report sees it."""
+
+    run_id: str
+    path: Path
+    state: dict
+    events: list[dict] = field(default_factory=list)
+    job_yaml: str = ""
+
+    @classmethod
+    def load(cls, run_dir: Path) -> "RunView":
+        state_file = run_dir / "state.json"
+        if not state_file.is_file():
+            raise ReportError(f"{run_dir} has no state.json: the run never got past checkout; "
+                              f"resume it with `rocport port --resume {run_dir.name}`")
+        events = []
+        if (run_dir / "events.jsonl").is_file():
+            for line in (run_dir / "events.jsonl").read_text().splitlines():
+                if line.strip():
+                    events.append(json.loads(line))
+        job = (run_dir / "job.yaml").read_text() if (run_dir / "job.yaml").is_file() else ""
+        return cls(run_dir.name, run_dir, json.loads(state_file.read_text()), events, job)
+
+
+def phase_timeline(events: list[dict]) -> list[tuple[str, float, float]]:
+    """(phase, start offset s, duration s) from the `phase` events, in order."""
+    marks = [(e["phase"], e["ts"]) for e in events if e.get("event") == "phase" and "ts" in e]
+    ends = [e["ts"] for e in events if "ts" in e]
+    if not marks:
+        return []
+    t0, t_end = marks[0][1], max(ends)
+    out = []
+    for i, (phase, ts) in enumerate(marks):
+        nxt = marks[i + 1][1] if i + 1 < len(marks) else t_end
+        out.append((phase, ts - t0, max(0.0, nxt - ts)))
+    return out
+
+
+def failure_fates(state: dict) -> list[dict]:
+    """Every failure the run met, with what became of it: fixed, reverted, unfixable or open."""
+    fates: dict[str, dict] = {}
+    for o in state.get("outcomes", []):
+        sig = o["proposal"]["failure_signature"]
+        entry = fates.setdefault(sig, {"signature": sig, "fate": "", "detail": "", "proposer": ""})
+        if o.get("kept"):
+            entry.update(fate="fixed", detail=f"commit {str(o.get('commit') or '')[:10]}",
+                         proposer=o["proposal"]["proposer"])
+        elif entry["fate"] != "fixed":
+            entry.update(fate="reverted", detail=o.get("reason", ""), proposer=o["proposal"]["proposer"])
+    for u in state.get("unfixable", []):
+        fates.setdefault(u["signature"], {"signature": u["signature"], "fate": "not fixed",
+                                          "detail": u.get("reason", ""), "proposer": ""})
+    for f in state.get("failures", []):
+        sig = f.get("signature", "")
+        fates.setdefault(sig, {"signature": sig, "fate": "open", "detail": f.get("message", ""), "proposer": ""})
+    return list(fates.values())
+
+
+def bench_rows(bench: dict) -> tuple[list[list[str]], list[tuple[str, float]]]:
+    """Latency table rows (metric, mean..p99 in ms) and throughput pairs from a bench JSON."""
+    rows = []
+    for key, label in LATENCY_METRICS:
+        values = [bench.get(f"{p}_{key}_ms") for p in PERCENTILES]
+        if any(v is not None for v in values):
+            rows.append([label] + ["—" if v is None else f"{v:.2f}" for v in values])
+    thr = [(label, float(bench[key])) for key, label in THROUGHPUTS if bench.get(key) is not None]
+    return rows, thr
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [
+        "| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in r) + " |" for r in rows]
+
+
+def render_markdown(view: RunView) -> str:
+    s = view.state
+    c = s.get("counters", {})
+    cost = c.get("cost_usd")
+    lines = [f"# rocport run {view.run_id}", "",
+             f"**Status:** {s.get('status', '?')} — {s.get('stop_reason', '')}", "",
+             f"Work branch `{s.get('branch', '')}` from `{str(s.get('base_commit', ''))[:12]}`.", "",
+             "## Timeline", ""]
+    lines += _table(["phase", "at (s)", "took (s)"],
+                    [[p, f"{t:.1f}", f"{d:.1f}"] for p, t, d in phase_timeline(view.events)]) or ["(no events)"]
+    lines += ["", "## Stages", ""]
+    lines += _table(["stage", "status", "detail"],
+                    [[k, v.get("status", ""), v.get("detail", "")] for k, v in s.get("stages", {}).items()])
+    lines += ["", "## Failures and their fate", ""]
+    lines += _table(["failure", "fate", "by", "detail"],
+                    [[f"`{f['signature']}`", f["fate"], f["proposer"], f["detail"]] for f in failure_fates(s)])
+    lines += ["", "## Patches", ""]
+    for i, o in enumerate(s.get("outcomes", []), 1):
+        p = o["proposal"]
+        verdict = "kept" if o.get("kept") else f"reverted: {o.get('reason', '')}"
+        lines += [f"### {i}. {p['proposer']} — {', '.join(p.get('files', []))} ({verdict})", "",
+                  p.get("rationale", ""), ""]
+        lines += _table(["check", "ok", "detail"],
+                        [[ck["name"], "yes" if ck["ok"] else "no", ck.get("detail", "")[:160]]
+                         for ck in o.get("checks", [])])
+        lines.append("")
+    lines += ["## Costs", ""]
+    lines += _table(["what", "count"], [
+        ["full builds", c.get("builds", 0)], ["unit compiles", c.get("unit_compiles", 0)],
+        ["server launches", c.get("launches", 0)], ["LLM calls", c.get("llm_calls", 0)],
+        ["LLM tokens (in/out)", f"{c.get('tokens_in', 0)}/{c.get('tokens_out', 0)}"],
+        ["LLM cost", "unknown (no pricing configured)" if cost is None else f"${cost:.4f}"],
+        ["wall time (s)", f"{s.get('elapsed_s', 0):.1f}"]])
+    bench = s.get("bench")
+    if bench:
+        rows, thr = bench_rows(bench)
+        lines += ["", "## Benchmark", ""]
+        if bench.get("command"):
+            lines += [f"Command: `{bench['command']}`", ""]
+        lines += _table(["metric (ms)", *PERCENTILES], rows) + [""]
+        lines += _table(["throughput", "value"], [[k, f"{v:.2f}"] for k, v in thr])
+        if bench.get("invalid_reasons"):
+            lines += ["", f"**INVALID:** {'; '.join(bench['invalid_reasons'])}"]
+    return "\n".join(lines) + "\n"
