@@ -1,0 +1,40 @@
+"""`rocport image build|list`: the local ROCm build images."""
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+
+from agent.cli.app import app, fail
+from sandboxes.images import DEFAULT_RECIPE, RECIPES, ImageBuildError, build_image, get_recipe
+
+image_app = typer.Typer(help="Build and list ROCm build images.", no_args_is_help=True)
+app.add_typer(image_app, name="image")
+
+
+@image_app.command("build")
+def build(
+    recipe: str = typer.Argument(DEFAULT_RECIPE, help=f"Which image: {', '.join(sorted(RECIPES))}."),
+    tag: str = typer.Option(None, help="Tag to give the image (default rocport/rocm-build:<recipe>)."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Print mmdebstrap's output."),
+) -> None:
+    """Build a ROCm build image offline from Debian packages (mmdebstrap + docker import)."""
+    try:
+        chosen = get_recipe(recipe)
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    console = Console(stderr=True)
+    with console.status(f"building {chosen.tag} from Debian {chosen.suite}") as status:
+        def log(line: str) -> None:
+            if verbose:
+                console.print(line, markup=False, highlight=False)
+            elif line.startswith("I: "):
+                status.update(f"{chosen.tag}: {line[3:][:100]}")
+
+        try:
+            built = build_image(chosen, tag=tag, log=log)
+        except ImageBuildError as exc:
+            raise fail(str(exc)) from None
+    facts = built.facts
+    typer.echo(f"built {built.tag} in {built.duration_s:.0f}s: {facts.get('clang_version', '?')}, "
+               f"HIP {facts.get('hip_version', '?')}, --offload-arch {facts.get('offload_archs', '?')}"
+               f" (hipcub headers: {facts.get('hipcub_archs') or 'none'})")

@@ -1,0 +1,190 @@
+"""DockerSandbox: one container per job, one exec per command, the repo bind-mounted at its host path.
+
+Command output goes to files in a bind-mounted log folder, so the host reads it with the same
+head-and-tail cap as LocalSandbox and never holds a long-lived stream open to the daemon.
+"""
+from __future__ import annotations
+
+import atexit
+import grp
+import os
+import shlex
+import tempfile
+import uuid
+import weakref
+from pathlib import Path
+
+import docker
+from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+
+from sandboxes.base import CommandResult, SandboxError
+from sandboxes.docker_exec import ExecRunner
+from sandboxes.docker_service import DockerService, wait_inside
+from sandboxes.health import wait_ready
+from sandboxes.local import ServiceNotReady
+from sandboxes.orphans import LABEL_OWNER, LABEL_SESSION, owner_labels
+
+# PID 1 only waits (and reaps what killed process groups leave behind); TERM ends it at once.
+KEEPALIVE = ["sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"]
+_OPEN: weakref.WeakSet[DockerSandbox] = weakref.WeakSet()
+
+
+def connect() -> docker.DockerClient:
+    """A client for the daemon DOCKER_HOST (or the default socket) names; SandboxError when down."""
+    where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    try:
+        client = docker.from_env(timeout=120)
+        client.ping()
+    except DockerException as exc:
+        raise SandboxError(f"cannot reach the Docker daemon at {where}: start it (`systemctl start docker`, "
+                           "or `dockerd --iptables=false --bridge=none &` as root) or fix DOCKER_HOST "
+                           f"({type(exc).__name__})") from exc
+    return client
+
+
+def _check_workdir(workdir: str | os.PathLike) -> Path:
+    path = Path(workdir).resolve()
+    if not path.is_dir():
+        raise SandboxError(f"workdir {path} does not exist: create it or pass an existing repo checkout")
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise SandboxError(f"workdir {path} is not writable: builds write into the repo; "
+                           "fix its permissions or copy the repo somewhere writable")
+    return path
+
+
+def gpu_options() -> dict:
+    """Docker options that expose AMD GPUs; empty when this machine has no /dev/kfd."""
+    if not Path("/dev/kfd").exists():
+        return {}
+    groups = [str(g.gr_gid) for name in ("video", "render") for g in grp.getgrall() if g.gr_name == name]
+    devices = ["/dev/kfd:/dev/kfd:rwm"]
+    if Path("/dev/dri").exists():
+        devices.append("/dev/dri:/dev/dri:rwm")
+    return {"devices": devices, "group_add": groups, "ipc_mode": "host", "shm_size": "16g",
+            "security_opt": ["seccomp=unconfined"], "cap_add": ["SYS_PTRACE"]}
+
+
+def _parse_mount(spec: str) -> docker.types.Mount:
+    """'HOST:CONTAINER[:ro]' -> a bind Mount."""
+    parts = spec.split(":")
+    if len(parts) not in (2, 3) or (len(parts) == 3 and parts[2] not in ("ro", "rw")):
+        raise SandboxError(f"bad mount {spec!r}: write HOST:CONTAINER or HOST:CONTAINER:ro")
+    return docker.types.Mount(parts[1], str(Path(parts[0]).resolve()), type="bind",
+                              read_only=len(parts) == 3 and parts[2] == "ro")
+
+
+class DockerSandbox:
+    """Runs commands in a fresh container of `image`, with `workdir` mounted at the same path."""
+
+    def __init__(self, image: str, workdir: str | os.PathLike, *, network: bool = False,
+                 env: dict[str, str] | None = None, mem_limit: str = "16g", cpus: float | None = None,
+                 pids_limit: int = 8192, mounts: list[str] | None = None,
+                 logdir: str | os.PathLike | None = None):
+        path = _check_workdir(workdir)
+        self.workdir = str(path)
+        self.image = image
+        self.network = network
+        self.base_env = dict(env or {})
+        self._tmp = None if logdir else tempfile.TemporaryDirectory(prefix="rocport-docker-")
+        self.logdir = Path(logdir).resolve() if logdir else Path(self._tmp.name)
+        self.logdir.mkdir(parents=True, exist_ok=True)
+        self.session = uuid.uuid4().hex[:12]
+        self._services: list[DockerService] = []
+        self.client = connect()
+        try:
+            self.client.images.get(image)
+        except ImageNotFound:
+            self._cleanup_tmp()
+            raise SandboxError(f"image {image} is not present locally: run `rocport image build` for the "
+                               f"rocport/rocm-build images, or `docker pull {image}`") from None
+        self.container = self._create(path, mem_limit, cpus, pids_limit, mounts or [])
+        self._exec = ExecRunner(self.client, self.container.id, self.logdir)
+        _OPEN.add(self)
+
+    def _create(self, path: Path, mem_limit: str, cpus: float | None, pids_limit: int, mounts: list[str]):
+        binds = [docker.types.Mount(str(path), str(path), type="bind"),
+                 docker.types.Mount(str(self.logdir), str(self.logdir), type="bind")]
+        binds += [_parse_mount(m) for m in mounts]
+        options = dict(network_mode="host" if self.network else "none", mem_limit=mem_limit,
+                       pids_limit=pids_limit, labels=owner_labels(self.session, self.workdir),
+                       working_dir=self.workdir, environment=self.base_env, mounts=binds,
+                       name=f"rocport-{self.session}", detach=True, **gpu_options())
+        if cpus:
+            options["nano_cpus"] = int(cpus * 1e9)
+        try:
+            return self.client.containers.run(self.image, KEEPALIVE, **options)
+        except APIError as exc:
+            self._cleanup_tmp()
+            raise SandboxError(f"cannot start a container from {self.image}: {exc.explanation or exc}") from exc
+
+    def _env(self, env: dict[str, str] | None) -> dict[str, str]:
+        return {**self.base_env, **(env or {})}
+
+    def _cwd(self, cwd: str | None) -> str:
+        return self.workdir if cwd is None else str(Path(self.workdir, cwd))
+
+    def run(self, cmd: str, *, cwd: str | None = None, env: dict[str, str] | None = None,
+            timeout: float = 600) -> CommandResult:
+        """Run `cmd` with bash in the container; on timeout its process group is killed, output kept."""
+        return self._exec.run(cmd, cwd=self._cwd(cwd), env=self._env(env), timeout=timeout)
+
+    def start(self, cmd: str, *, name: str = "service", port: int | None = None,
+              health_path: str | None = None, env: dict[str, str] | None = None,
+              cwd: str | None = None, ready_timeout: float = 120) -> DockerService:
+        """Start a background process in the container; when `port` is given, wait until it answers."""
+        log_path = self.logdir / f"{name}.log"
+        exec_id, pid_file = self._exec.spawn(cmd, cwd=self._cwd(cwd), env=self._env(env), log_path=log_path)
+        service = DockerService(name, port, self._exec, exec_id, pid_file, log_path)
+        self._services.append(service)
+        if port is not None:
+            if self.network:  # host networking: the port is on this machine's 127.0.0.1
+                problem = wait_ready(port, health_path=health_path, timeout=ready_timeout, alive=service.alive)
+            else:
+                problem = wait_inside(self._exec, service, port, health_path, ready_timeout)
+            if problem:
+                service.stop(grace_s=2)
+                last = service.last_line()
+                raise ServiceNotReady(f"{name} ({shlex.split(cmd)[0]}) {problem}"
+                                      f"{': ' + last if last else ''}; see {log_path}", service.logs())
+        return service
+
+    def read_file(self, path: str) -> str:
+        return Path(self.workdir, path).read_text(encoding="utf-8", errors="replace")
+
+    def write_file(self, path: str, text: str) -> None:
+        target = Path(self.workdir, path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+
+    def _cleanup_tmp(self) -> None:
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def close(self) -> None:
+        """Stop services and remove the container; safe to call twice."""
+        for service in self._services:
+            service.stop(grace_s=5)
+        self._services.clear()
+        try:
+            self.container.remove(force=True)
+        except NotFound:
+            pass  # already gone: closing twice, or removed by orphan cleanup
+        _OPEN.discard(self)
+        self._cleanup_tmp()
+
+    def __enter__(self) -> DockerSandbox:  # noqa: PYI034
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+@atexit.register
+def _close_open_sandboxes() -> None:
+    """A process that forgot close() still leaves no container behind (kill -9 is cleaned on next start)."""
+    for sandbox in list(_OPEN):
+        sandbox.close()
+
+
+__all__ = ["LABEL_OWNER", "LABEL_SESSION", "DockerSandbox", "connect", "gpu_options"]

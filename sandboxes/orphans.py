@@ -1,0 +1,76 @@
+"""Labels that tie a container to the rocport process that made it, and cleanup of orphans.
+
+A process killed with -9 cannot remove its containers; the next `rocport` start does, for every
+container whose owner process is gone (same host, pid dead or reused by another process).
+"""
+from __future__ import annotations
+
+import os
+import socket
+
+from docker.errors import DockerException, NotFound
+
+LABEL_OWNER = "rocport.owner"
+LABEL_OWNER_START = "rocport.owner_start"
+LABEL_HOST = "rocport.host"
+LABEL_SESSION = "rocport.session"
+LABEL_WORKDIR = "rocport.workdir"
+
+
+def process_start(pid: int) -> str:
+    """The kernel's start time of `pid` (clock ticks since boot), '' when unknown; tells pid reuse apart."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            stat = fh.read()
+    except OSError:
+        return ""
+    # The command name may hold spaces or parentheses; fields are counted after its closing ')'.
+    fields = stat[stat.rfind(")") + 2:].split()
+    return fields[19] if len(fields) > 19 else ""
+
+
+def owner_labels(session: str, workdir: str) -> dict[str, str]:
+    """Labels for a container owned by this process."""
+    pid = os.getpid()
+    return {LABEL_OWNER: str(pid), LABEL_OWNER_START: process_start(pid), LABEL_HOST: socket.gethostname(),
+            LABEL_SESSION: session, LABEL_WORKDIR: workdir}
+
+
+def owner_alive(labels: dict[str, str]) -> bool:
+    """Whether the process named by a container's labels still runs (on this host, same start time)."""
+    if labels.get(LABEL_HOST) != socket.gethostname():
+        return True  # another machine's container: not ours to judge
+    try:
+        pid = int(labels.get(LABEL_OWNER, ""))
+    except ValueError:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # exists, owned by another user
+    recorded = labels.get(LABEL_OWNER_START, "")
+    return not recorded or process_start(pid) in ("", recorded)
+
+
+def cleanup_orphans(client=None) -> list[str]:
+    """Remove rocport containers whose owner process is dead; returns their names."""
+    if client is None:
+        import docker  # imported here so a CLI start without Docker costs nothing more
+
+        try:
+            client = docker.from_env(timeout=10)
+            client.ping()
+        except DockerException:
+            return []  # no daemon, so no containers to clean
+    removed = []
+    for container in client.containers.list(all=True, filters={"label": LABEL_OWNER}):
+        if owner_alive(container.labels):
+            continue
+        try:
+            container.remove(force=True)
+        except NotFound:
+            continue  # removed meanwhile by its owner or another cleanup
+        removed.append(container.name)
+    return removed
