@@ -1,0 +1,113 @@
+"""`rocport weights CHECKPOINT [--expected FILE] [--json]`: checkpoint names vs framework params."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from agent.cli.app import app, fail
+from tools.weights import (
+    Checkpoint,
+    CheckpointError,
+    RemapError,
+    WeightReport,
+    compare,
+    derive_remap,
+    load_checkpoint,
+    load_expected,
+)
+from tools.weights.compare import EXAMPLES_PER_GROUP
+from tools.weights.loader_source import find_loader_sites
+
+
+def _mappings(model_file: Path | None) -> tuple[list[tuple[str, str]], list[str]]:
+    if model_file is None:
+        return [], []
+    try:
+        sites = find_loader_sites(model_file.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError) as exc:
+        raise fail(f"{model_file}: cannot read the model file ({exc}); pass a Python model file") from exc
+    if not sites:
+        raise fail(f"{model_file}: no load_weights with `for name, ... in weights:`; pass the model file")
+    return sites[0].mappings, sites[0].skip
+
+
+def _suggest(ckpt: Checkpoint, expected: dict, model_file: Path | None) -> dict:
+    mappings, skip = _mappings(model_file)
+    try:
+        remap = derive_remap(ckpt.names, expected, mappings, skip)
+    except RemapError as exc:
+        return {"rules": [], "error": str(exc)}
+    return {"rules": [[r.checkpoint, r.framework] for r in remap.rules], "renamed": len(remap.renamed)}
+
+
+def _print_summary(console: Console, ckpt: Checkpoint) -> None:
+    console.print(f"[bold]{ckpt.root}[/]: {len(ckpt.tensors)} tensors in {len(ckpt.shards)} shard(s)"
+                  + (f", num_hidden_layers={ckpt.num_hidden_layers}" if ckpt.num_hidden_layers else ""))
+    dtypes = Counter(t.dtype for t in ckpt.tensors.values() if t.dtype)
+    if dtypes:
+        console.print("dtypes: " + ", ".join(f"{d} x{n}" for d, n in dtypes.most_common()))
+
+
+def _print_report(console: Console, report: WeightReport, suggestion: dict | None) -> None:
+    style = "green" if report.ok else "red"
+    console.print(f"[{style}]{report.matched}/{report.num_expected} expected params found[/]; "
+                  f"{len(report.missing)} missing, {len(report.unexpected)} unexpected, "
+                  f"{len(report.mismatched)} shape/dtype mismatches")
+    if report.ok:
+        return
+    table = Table("submodule", "missing", "unexpected", "mismatched", "examples")
+    for g in report.groups:
+        examples = (g.missing or g.unexpected or [m.name for m in g.mismatched])[:EXAMPLES_PER_GROUP]
+        table.add_row(g.group, str(len(g.missing)), str(len(g.unexpected)), str(len(g.mismatched)),
+                      "\n".join(examples))
+    console.print(table)
+    for m in report.mismatched[:10]:
+        console.print(f"  {m.name}: checkpoint {m.checkpoint_shape} {m.checkpoint_dtype} vs "
+                      f"framework {m.expected_shape} {m.expected_dtype}")
+    if suggestion and suggestion["rules"]:
+        console.print("[bold]prefix remap that loads every tensor[/] (checkpoint -> framework):")
+        for old, new in suggestion["rules"]:
+            console.print(f"  {old or '<root>'} -> {new or '<root>'}")
+    elif suggestion:
+        console.print(f"no prefix remap: {suggestion['error']}")
+
+
+@app.command()
+def weights(
+    checkpoint: Path = typer.Argument(..., help="Checkpoint directory, index JSON or .safetensors file."),
+    expected: Path | None = typer.Option(None, "--expected", help="JSON of the framework's expected params "
+                                         "({name: {shape, dtype}} or a list of names)."),
+    model_file: Path | None = typer.Option(None, "--model-file", help="Model file whose load_weights "
+                                           "stacked mapping (q/k/v -> qkv) the remap suggestion uses."),
+    names_only: bool = typer.Option(False, "--names-only", help="Read the index only (no shapes)."),
+    as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
+) -> None:
+    """Read tensor names/dtypes/shapes from safetensors headers and compare with expected params."""
+    try:
+        ckpt = load_checkpoint(checkpoint, shapes=not names_only)
+        want = load_expected(expected) if expected else None
+    except CheckpointError as exc:
+        raise fail(str(exc)) from exc
+    report = compare(ckpt, want) if want is not None else None
+    suggestion = _suggest(ckpt, want, model_file) if report is not None and not report.ok else None
+    if as_json:
+        out: dict = {"checkpoint": str(ckpt.root), "tensors": len(ckpt.tensors), "shards": len(ckpt.shards),
+                     "num_hidden_layers": ckpt.num_hidden_layers}
+        if report is not None:
+            out["report"] = report.to_dict()
+            out["remap"] = suggestion
+        else:
+            out["names"] = {n: {"dtype": t.dtype, "shape": t.shape} for n, t in ckpt.tensors.items()}
+        typer.echo(json.dumps(out, indent=1))
+    else:
+        console = Console()
+        _print_summary(console, ckpt)
+        if report is not None:
+            _print_report(console, report, suggestion)
+    if report is not None and not report.ok:
+        raise typer.Exit(1)

@@ -1,0 +1,37 @@
+"""Checkpoint tensor names without tensor data, compared with what a framework expects."""
+from tools.weights.checkpoint import (
+    INDEX_NAME,
+    Checkpoint,
+    CheckpointError,
+    TensorInfo,
+    load_checkpoint,
+    read_header,
+    read_index,
+)
+from tools.weights.compare import (
+    GroupDiff,
+    Mismatch,
+    WeightReport,
+    compare,
+    load_expected,
+    normalize_dtype,
+    parse_expected,
+    submodule_group,
+)
+from tools.weights.remap import (
+    PrefixRule,
+    Remap,
+    RemapError,
+    apply_rules,
+    check_rules,
+    derive_remap,
+    order_rules,
+    stacked_name,
+)
+
+__all__ = [
+    "INDEX_NAME", "Checkpoint", "CheckpointError", "GroupDiff", "Mismatch", "PrefixRule", "Remap",
+    "RemapError", "TensorInfo", "WeightReport", "apply_rules", "check_rules", "compare", "derive_remap",
+    "load_checkpoint", "load_expected", "normalize_dtype", "order_rules", "parse_expected", "read_header",
+    "read_index", "stacked_name", "submodule_group",
+]

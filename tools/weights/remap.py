@@ -1,0 +1,282 @@
+"""The smallest prefix remap that makes a checkpoint's tensor names load into a framework's params.
+
+Only names unmatched on both sides are remapped. Each unmatched checkpoint tensor is paired with the
+unmatched expected parameter sharing its longest dotted suffix (after the framework's stacked/fused
+mapping, e.g. q_proj -> qkv_proj), longest suffixes first, so expert 17 pairs with expert 17 before
+the shared expert's `down_proj.weight` looks for a partner. A pair defines a prefix translation
+(`model.layers.61.` -> `model.mtp.`); the fewest translations placed on the checkpoint's name tree
+(most specific prefix wins) that reproduce every pair is the remap. Two minimal remaps that map
+names differently make the remap ambiguous, and nothing is proposed.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from itertools import product
+
+Path_ = tuple[str, ...]
+Translation = tuple[Path_, Path_]  # (checkpoint prefix, framework prefix), common tail stripped
+IDENTITY: Translation = ((), ())
+KEEP_SOLUTIONS = 8
+INF = float("inf")
+
+
+class RemapError(ValueError):
+    """No single consistent remap exists; `ambiguous` when several fit equally well."""
+
+    def __init__(self, message: str, *, ambiguous: bool = False):
+        super().__init__(message)
+        self.ambiguous = ambiguous
+
+
+@dataclass(frozen=True)
+class PrefixRule:
+    """Rewrite names under `checkpoint` (a dotted prefix, '' = every name) to `framework`."""
+
+    checkpoint: str
+    framework: str
+
+    def apply(self, name: str) -> str | None:
+        if self.checkpoint == "":
+            rest = name
+        elif name.startswith(self.checkpoint + "."):
+            rest = name[len(self.checkpoint) + 1:]
+        else:
+            return None
+        return f"{self.framework}.{rest}" if self.framework else rest
+
+
+@dataclass
+class Remap:
+    """Ordered rules (most specific first) and what they do to each checkpoint name that changes."""
+
+    rules: list[PrefixRule]
+    renamed: dict[str, str] = field(default_factory=dict)
+
+
+def apply_rules(name: str, rules: Sequence[PrefixRule]) -> str:
+    """The name after the first matching rule (rules are ordered most specific first)."""
+    for rule in rules:
+        new = rule.apply(name)
+        if new is not None:
+            return new
+    return name
+
+
+def order_rules(rules: Iterable[PrefixRule]) -> list[PrefixRule]:
+    """Most specific checkpoint prefix first, so a longer prefix always wins."""
+    return sorted(set(rules), key=lambda r: (-len(r.checkpoint.split(".")) if r.checkpoint else 0,
+                                             r.checkpoint))
+
+
+def stacked_name(name: str, mappings: Sequence[tuple[str, str]], expected: set[str]) -> str:
+    """The param a checkpoint name loads into through the framework's stacked/fused mapping.
+
+    `mappings` are (param_name, shard_name) pairs in the loader's order; the first whose shard
+    name occurs in `name` and yields an expected param wins, else the first that occurs at all.
+    """
+    first = None
+    for param, shard in mappings:
+        if shard and shard in name:
+            candidate = name.replace(shard, param)
+            if candidate in expected:
+                return candidate
+            first = first or candidate
+    return first or name
+
+
+def check_rules(rules: Sequence[PrefixRule], checkpoint: Iterable[str], expected: Iterable[str],
+                mappings: Sequence[tuple[str, str]] = (), skip: Sequence[str] = ()) -> list[str]:
+    """Problems left after the rules: expected params not produced, tensors dropped, collisions."""
+    want = set(expected)
+    produced: set[str] = set()
+    dropped, seen, collisions = [], {}, []
+    for name in checkpoint:
+        if any(s in name for s in skip):
+            continue
+        renamed = apply_rules(name, rules)
+        if renamed in seen:
+            collisions.append(f"{seen[renamed]} and {name} both become {renamed}")
+        seen[renamed] = name
+        target = stacked_name(renamed, mappings, want)
+        if target in want:
+            produced.add(target)
+        else:
+            dropped.append(name)
+    problems = []
+    if unproduced := sorted(want - produced):
+        problems.append(f"{len(unproduced)} expected params not loaded (e.g. {', '.join(unproduced[:3])})")
+    if dropped:
+        problems.append(f"{len(dropped)} checkpoint tensors not consumed (e.g. {', '.join(sorted(dropped)[:3])})")
+    if collisions:
+        problems.append(f"{len(collisions)} name collisions (e.g. {collisions[0]})")
+    return problems
+
+
+def _pair_by_suffix(keys: dict[Path_, list[str]], unmatched_expected: list[Path_]) -> dict[Path_, set[Path_]]:
+    """Pair forward keys with expected names by longest common dotted suffix, longest first."""
+    options: dict[Path_, set[Path_]] = {}
+    free_keys, free_exp = set(keys), set(unmatched_expected)
+    longest = max((len(k) for k in list(keys) + unmatched_expected), default=0)
+    for length in range(longest, 0, -1):
+        by_suffix_k: dict[Path_, list[Path_]] = defaultdict(list)
+        by_suffix_e: dict[Path_, list[Path_]] = defaultdict(list)
+        for k in free_keys:
+            if len(k) >= length:
+                by_suffix_k[k[-length:]].append(k)
+        for e in free_exp:
+            if len(e) >= length:
+                by_suffix_e[e[-length:]].append(e)
+        for suffix, ks in by_suffix_k.items():
+            es = by_suffix_e.get(suffix)
+            if not es:
+                continue
+            for k in ks:  # a tie (several on either side) keeps every option for the tree search
+                options[k] = set(es)
+            free_keys.difference_update(ks)
+            free_exp.difference_update(es)
+    return options
+
+
+def _translation(ckpt: Path_, fwd: Path_, target: Path_) -> Translation | None:
+    if len(ckpt) != len(fwd):
+        return None
+    common = 0
+    while common < min(len(fwd), len(target)) and fwd[-1 - common] == target[-1 - common]:
+        common += 1
+    if common == 0:
+        return None
+    return ckpt[:len(ckpt) - common], target[:len(target) - common]
+
+
+def _translate(t: Translation, name: Path_) -> Path_:
+    return t[1] + name[len(t[0]):]
+
+
+class _Search:
+    """Fewest translations placed on the checkpoint's name tree that realise every pairing."""
+
+    def __init__(self, names: list[Path_], unmatched: dict[Path_, tuple[Path_, set[Path_]]],
+                 expected: set[str], mappings: Sequence[tuple[str, str]]):
+        # checkpoint name -> acceptable framework targets
+        self.unmatched = {n: {".".join(e) for e in targets} for n, (_, targets) in unmatched.items()}
+        self.expected, self.mappings = expected, mappings
+        self.children: dict[Path_, set[Path_]] = defaultdict(set)
+        self.is_name: set[Path_] = set(names)
+        self.has_unmatched: set[Path_] = set()
+        self.candidates: dict[Path_, dict[Translation, int]] = defaultdict(lambda: defaultdict(int))
+        for n in names:
+            for i in range(len(n)):
+                self.children[n[:i]].add(n[:i + 1])
+        for n, (forward, targets) in unmatched.items():
+            for i in range(len(n)):
+                self.has_unmatched.add(n[:i])
+            for e in targets:
+                if (t := _translation(n, forward, e)) is not None:
+                    self.add_candidate(n, t)
+
+    def add_candidate(self, name: Path_, t: Translation) -> None:
+        for depth in range(len(t[0]), len(name)):
+            self.candidates[name[:depth]][t] += 1
+
+    def _leaf_ok(self, name: Path_, t: Translation) -> bool:
+        if name not in self.unmatched:
+            return t == IDENTITY
+        renamed = ".".join(_translate(t, name))
+        return stacked_name(renamed, self.mappings, self.expected) in self.unmatched[name]
+
+    @cache  # noqa: B019 - one search object per derivation, freed with it
+    def solve(self, node: Path_, rule: Translation) -> tuple[float, tuple]:
+        """(cost, up to KEEP_SOLUTIONS (placements, tie choices)) for the subtree under `node`.
+
+        Solutions that place rules differently but map every tied name the same are one solution.
+        """
+        if node not in self.has_unmatched and node not in self.unmatched:
+            if rule == IDENTITY:
+                return 0, (((), ()),)
+            return 1, ((((node, IDENTITY),), ()),)  # shield already-matched names from a broader rule
+        ranked = sorted(self.candidates.get(node, {}).items(), key=lambda kv: -kv[1])
+        # at equal cost a rule here beats the same rule deeper: the shortest prefix reads best
+        options = [(1, t) for t, _ in ranked if t != rule] + [(0, rule)]
+        if rule != IDENTITY and IDENTITY not in self.candidates.get(node, {}):
+            options.append((1, IDENTITY))
+        best, sols = INF, {}
+        for extra, t in options:
+            cost, sub = self._subtree(node, t)
+            cost += extra
+            if cost == INF or cost > best:
+                continue
+            if cost < best:
+                best, sols = cost, {}
+            for placed, ties in sub:
+                sols.setdefault(ties, (*placed, (node, t)) if extra else placed)
+        return best, tuple((p, ties) for ties, p in list(sols.items())[:KEEP_SOLUTIONS])
+
+    def _subtree(self, node: Path_, t: Translation) -> tuple[float, list]:
+        ties: tuple = ()
+        if node in self.is_name:
+            if not self._leaf_ok(node, t):
+                return INF, []
+            if len(self.unmatched.get(node, ())) > 1:
+                ties = ((node, _translate(t, node)),)
+        total, combos = 0, [((), ties)]
+        for child in sorted(self.children.get(node, ())):
+            cost, sols = self.solve(child, t)
+            if cost == INF:
+                return INF, []
+            total += cost
+            combos = [(pa + pb, ta + tb) for (pa, ta), (pb, tb) in product(combos, sols)][:KEEP_SOLUTIONS]
+        return total, combos
+
+
+def _rules_from(placements: tuple) -> list[PrefixRule]:
+    rules = [PrefixRule(".".join(node), ".".join(_translate(t, node))) for node, t in placements]
+    return order_rules(rules)
+
+
+def derive_remap(checkpoint: Iterable[str], expected: Iterable[str],
+                 mappings: Sequence[tuple[str, str]] = (), skip: Sequence[str] = ()) -> Remap:
+    """The smallest consistent prefix remap; raises RemapError when none or several fit."""
+    want = set(expected)
+    names = [n for n in checkpoint if not any(s in n for s in skip)]
+    fwd = {n: stacked_name(n, mappings, want) for n in names}
+    produced = {f for f in fwd.values() if f in want}
+    unmatched = [n for n in names if fwd[n] not in want]
+    if not unmatched and produced == want:
+        return Remap([])
+    keys: dict[Path_, list[str]] = defaultdict(list)
+    for n in unmatched:
+        keys[tuple(fwd[n].split("."))].append(n)
+    options = _pair_by_suffix(keys, [tuple(e.split(".")) for e in sorted(want - produced)])
+    pairs = {tuple(n.split(".")): (key, targets) for key, targets in options.items() for n in keys[key]}
+    orphans = [n for k, ns in keys.items() if k not in options for n in ns]
+    if orphans:
+        raise RemapError(f"{len(orphans)} checkpoint tensors share no name suffix with any unloaded "
+                         f"param (e.g. {', '.join(sorted(orphans)[:3])}); not a rename")
+    search = _Search([tuple(n.split(".")) for n in names], pairs, want, mappings)
+    cost, solutions = search.solve((), IDENTITY)
+    if cost == INF:
+        raise RemapError("no prefix remap maps every unmatched tensor to its counterpart")
+    return _choose(solutions, names, want, mappings, skip)
+
+
+def _choose(solutions: tuple, names: list[str], want: set[str], mappings, skip) -> Remap:
+    valid: dict[tuple, list[PrefixRule]] = {}
+    problems: list[str] = []
+    for placements, _ in solutions:
+        rules = _rules_from(placements)
+        problems = check_rules(rules, names, want, mappings, skip)
+        if problems:
+            continue
+        mapping = tuple(sorted((n, r) for n in names if (r := apply_rules(n, rules)) != n))
+        valid.setdefault(mapping, rules)
+    if not valid:
+        raise RemapError(f"the smallest remap is inconsistent: {'; '.join(problems)}")
+    if len(valid) > 1:
+        a, b = list(valid.values())[:2]
+        show = lambda rs: ", ".join(f"{r.checkpoint}->{r.framework}" for r in rs)
+        raise RemapError(f"ambiguous: two remaps fit equally ({show(a)} | {show(b)})", ambiguous=True)
+    mapping, rules = next(iter(valid.items()))
+    return Remap(rules, dict(mapping))
