@@ -46,9 +46,11 @@ def _check_workdir(workdir: str | os.PathLike) -> Path:
     path = Path(workdir).resolve()
     if not path.is_dir():
         raise SandboxError(f"workdir {path} does not exist: create it or pass an existing repo checkout")
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise SandboxError(f"workdir {path} is not writable: builds write into the repo; "
-                           "fix its permissions or copy the repo somewhere writable")
+    try:  # a real write: root passes every os.access check, yet read-only or immutable folders refuse
+        tempfile.TemporaryFile(dir=path).close()
+    except OSError as exc:
+        raise SandboxError(f"workdir {path} is not writable ({exc.strerror}): builds write into the repo; "
+                           "fix its permissions or copy the repo somewhere writable") from None
     return path
 
 

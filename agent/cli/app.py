@@ -33,6 +33,9 @@ def _root(
                                       help="Print the version and exit."),
 ) -> None:
     """Port LLM serving frameworks and new open models to AMD GPUs (ROCm)."""
+    from sandboxes.orphans import cleanup_orphans  # a killed earlier run may have left containers
+
+    cleanup_orphans()
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
