@@ -1,0 +1,102 @@
+"""`rocport port` (run the port loop) and `rocport runs` (list runs with their status)."""
+from __future__ import annotations
+
+import sys
+import time
+
+import typer
+from rich.console import Console
+from rich.syntax import Syntax
+from rich.table import Table
+
+from agent.cli.app import app, fail
+from agent.config import JobError, load_job
+from agent.nodes.checkout import CheckoutError
+from agent.observer import JsonlSink, RichProgress
+from agent.port import PortError, PortResult, resume_port, start_port
+from agent.profiles import ProfileError
+from agent.store import RunStore
+from sandboxes.base import SandboxError
+
+
+def _ask_review(console: Console, pending: list[dict]) -> dict[int, bool]:
+    decisions = {}
+    for item in pending:
+        console.print(f"\n[bold]LLM patch[/bold] ({item['proposer']}) for {item['kind']}: {item['rationale']}")
+        console.print(Syntax(item["diff"], "diff", theme="ansi_dark"))
+        decisions[item["index"]] = typer.confirm("Apply this patch?", default=False)
+    return decisions
+
+
+def _summary(result: PortResult, console: Console) -> None:
+    c = result.counters
+    console.print(f"[bold]{result.status}[/bold]: {result.reason}")
+    if c:
+        console.print(f"builds {c.get('builds', 0)}, unit compiles {c.get('unit_compiles', 0)}, "
+                      f"load checks {c.get('load_checks', 0)}, server launches {c.get('launches', 0)}, "
+                      f"LLM tokens {c.get('tokens_in', 0) + c.get('tokens_out', 0)}")
+    if result.report_path:
+        console.print(f"report: {result.report_path}")
+    console.print(f"run id: {result.run_id}")
+
+
+@app.command()
+def port(
+    config: list[str] = typer.Option([], "-c", "--config", help="A job YAML file or a dotted key=value override; "
+                                                                "repeatable, applied left to right."),
+    resume: str | None = typer.Option(None, "--resume", help="Continue the run RUN_ID from its last checkpoint."),
+    json_events: bool = typer.Option(False, "--json", help="Print the event stream as JSON lines on stdout."),
+    review: bool = typer.Option(False, "--review", help="Pause before applying any LLM patch and ask."),
+    approve: bool | None = typer.Option(None, "--approve/--reject",
+                                        help="With --resume: answer a paused review for all pending patches."),
+) -> None:
+    """Port a framework to ROCm: build, diagnose, patch, rebuild, load, serve, benchmark, report."""
+    console = Console(stderr=True)
+    if resume is None and not config:
+        raise fail("nothing to port: pass -c job.yaml (and -c key=value overrides) or --resume RUN_ID")
+    if resume is not None and config:
+        raise fail("--resume continues a run with its own job.yaml; drop the -c options")
+    progress = None if json_events or not sys.stderr.isatty() else RichProgress(console)
+    sinks = [JsonlSink()] if json_events else [progress] if progress else []
+    answer = approve
+    try:
+        while True:
+            if progress:
+                progress.__enter__()
+            try:
+                if resume is None:
+                    result = start_port(load_job(config), sinks=sinks, review=review)
+                else:
+                    result = resume_port(resume, sinks=sinks, review=review, answer=answer)
+            finally:
+                if progress:
+                    progress.__exit__(None, None, None)
+            if result.status != "paused" or json_events or not sys.stdin.isatty():
+                break
+            resume, answer = result.run_id, _ask_review(console, result.review or [])
+    except (JobError, ProfileError, PortError, CheckoutError) as exc:
+        raise fail(str(exc)) from exc
+    except SandboxError as exc:
+        raise fail(f"{exc} (fix it, then continue with `rocport port --resume RUN_ID`; see `rocport runs`)") from exc
+    if result.status == "paused":
+        console.print(f"paused for review: {len(result.review or [])} LLM patch(es); continue with "
+                      f"`rocport port --resume {result.run_id} --approve` (or --reject)")
+        raise typer.Exit(3)
+    if not json_events:
+        _summary(result, console)
+    raise typer.Exit(0 if result.status == "green" else 1)
+
+
+@app.command()
+def runs(limit: int = typer.Option(20, help="How many recent runs to list.")) -> None:
+    """List port runs (newest first) with their status, phase and costs."""
+    rows = RunStore().list(limit)
+    if not rows:
+        typer.echo("no runs yet: start one with `rocport port -c job.yaml`")
+        return
+    table = Table("run id", "framework", "status", "phase", "builds", "launches", "updated", "reason")
+    for r in rows:
+        table.add_row(r.run_id, r.framework, r.status, r.phase or "", str(r.counters.get("builds", "")),
+                      str(r.counters.get("launches", "")), time.strftime("%H:%M:%S", time.localtime(r.updated)),
+                      (r.reason or "")[:70])
+    Console().print(table)

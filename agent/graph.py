@@ -1,0 +1,121 @@
+"""The port loop as a LangGraph StateGraph.
+
+```
+checkout -> scan -> build -> diagnose --failures--> propose -> apply_check --unmasked--> propose
+                                  \\--green--> load_check --failures--> propose     \\--wave done--> build | load_check
+                                                   \\--ok--> serve --failures--> propose
+                                                               \\--ok--> bench -> report
+```
+Any node may set `stop_reason` (a budget, a stall, nothing to propose); routers then go to report.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, Literal
+
+from langgraph.graph import END, START, StateGraph
+
+from agent.nodes.apply_check import apply_check
+from agent.nodes.budget import budget_stop
+from agent.nodes.build import build, diagnose
+from agent.nodes.checkout import checkout
+from agent.nodes.env import RunEnv
+from agent.nodes.load_check import load_check
+from agent.nodes.propose import propose
+from agent.nodes.report import report, write_state
+from agent.nodes.scan import scan
+from agent.nodes.serve import bench, serve
+from agent.state import PortState
+
+NODES: dict[str, Callable[[PortState, RunEnv], dict]] = {
+    "checkout": checkout, "scan": scan, "build": build, "diagnose": diagnose, "propose": propose,
+    "apply_check": apply_check, "load_check": load_check, "serve": serve, "bench": bench, "report": report,
+}
+
+
+def _bind(name: str, fn: Callable[[PortState, RunEnv], dict], env: RunEnv) -> Callable[[PortState], dict]:
+    """The node as LangGraph calls it: announce the phase, account wall time, record progress."""
+
+    def node(state: PortState) -> dict:
+        env.mark = env.mark or time.monotonic()
+        env.observer.emit("phase", phase=name, iteration=state.iteration)
+        update = fn(state, env)
+        now = time.monotonic()
+        update = {**update, "phase": name, "elapsed_s": state.elapsed_s + (now - env.mark)}
+        if update.get("failures"):
+            update["known_failures"] = {**state.known_failures,
+                                        **{f["signature"]: f for f in update["failures"] if f.get("signature")}}
+        env.mark = now
+        if name != "report":
+            write_state(replace(state, **update), env)
+        if env.store is not None:
+            env.store.update(state.run_id, phase=name, counters=update.get("counters", state.counters))
+        return update
+
+    node.__name__ = name
+    node.__doc__ = fn.__doc__
+    return node
+
+
+def after_diagnosis(state: PortState) -> Literal["propose", "load_check", "serve", "bench", "report"]:
+    """Failures go to propose; a clean stage moves on to the next one."""
+    if state.stop_reason:
+        return "report"
+    if state.failures:
+        return "propose"
+    nxt = {"build": "load_check", "load": "serve", "serve": "bench"}.get(state.failure_stage)
+    if nxt is None:
+        raise ValueError(f"unexpected failure_stage {state.failure_stage!r} after a diagnosis")
+    return nxt  # type: ignore[return-value]
+
+
+def after_propose(state: PortState) -> Literal["apply_check", "report"]:
+    if state.stop_reason or not state.proposals:
+        return "report"
+    return "apply_check"
+
+
+def after_apply(state: PortState) -> Literal["propose", "build", "load_check", "report"]:
+    """Unmasked failures: propose again (same wave). Wave done: back to the stage that failed."""
+    if state.stop_reason:
+        return "report"
+    if state.failures:
+        return "propose"
+    if state.failure_stage == "build":
+        return "build"
+    if state.failure_stage in ("load", "serve"):
+        return "load_check"
+    raise ValueError(f"unexpected failure_stage {state.failure_stage!r} after apply_check")
+
+
+def make_after_load(env: RunEnv) -> Callable[[PortState], str]:
+    """After a clean load check the one server launch follows, if the launch budget allows."""
+
+    def after_load(state: PortState) -> Literal["propose", "serve", "report"]:
+        route = after_diagnosis(state)
+        if route == "serve" and budget_stop(state, env, "serve"):
+            return "report"
+        return route  # type: ignore[return-value]
+
+    return after_load
+
+
+def build_graph(env: RunEnv, checkpointer: Any = None):
+    """Compile the port graph with nodes bound to `env` (live handles stay out of state)."""
+    graph = StateGraph(PortState)
+    for name, fn in NODES.items():
+        graph.add_node(name, _bind(name, fn, env))
+    graph.add_edge(START, "checkout")
+    graph.add_edge("checkout", "scan")
+    graph.add_edge("scan", "build")
+    graph.add_edge("build", "diagnose")
+    graph.add_conditional_edges("diagnose", after_diagnosis, ["propose", "load_check", "report"])
+    graph.add_conditional_edges("propose", after_propose, ["apply_check", "report"])
+    graph.add_conditional_edges("apply_check", after_apply, ["propose", "build", "load_check", "report"])
+    graph.add_conditional_edges("load_check", make_after_load(env), ["propose", "serve", "report"])
+    graph.add_conditional_edges("serve", after_diagnosis, ["propose", "bench", "report"])
+    graph.add_edge("bench", "report")
+    graph.add_edge("report", END)
+    return graph.compile(checkpointer=checkpointer)

@@ -1,0 +1,136 @@
+"""apply_check: apply each proposal of the wave, check it cheaply, commit it or revert it.
+
+Compile-side patches are checked by compiling the touched units (hipcc in the sandbox, nvcc on the
+host, CUDA -E identity). Load-side patches are checked by rerunning the load check. Newly unmasked
+failures in a unit go straight back to propose: no full rebuild until the wave is done.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import git
+from langgraph.types import interrupt
+
+from agent.nodes.budget import budget_stop
+from agent.nodes.checkout import reset_to_head
+from agent.nodes.checks import Verdict, validate_compile
+from agent.nodes.env import RunEnv
+from agent.nodes.load_check import run_load_check
+from agent.nodes.propose import same_failure, workspace
+from agent.state import PortState
+from tools.patching import PatchError, apply_diff, revert_diff
+from tools.records import CheckResult, Failure, PatchOutcome, Proposal
+
+
+def _review(state: PortState, env: RunEnv) -> dict[int, bool]:
+    """Ask once, before anything is applied, about every LLM patch of the wave (resumable)."""
+    llm = [i for i, p in enumerate(state.proposals) if p["proposer"].startswith("llm:")]
+    if not env.review or not llm:
+        return {}
+    answer = interrupt({"review": [{"index": i, "proposer": state.proposals[i]["proposer"],
+                                    "kind": state.proposals[i]["kind"], "diff": state.proposals[i]["diff"],
+                                    "rationale": state.proposals[i]["rationale"]} for i in llm]})
+    if isinstance(answer, bool):
+        return {i: answer for i in llm}
+    return {int(k): bool(v) for k, v in dict(answer).items()}
+
+
+def check(state: PortState, env: RunEnv, proposal: dict, open_failures: list[dict]) -> Verdict:
+    """Apply the proposal and run the checks that fit the failure's stage; the patch stays applied
+    only when the verdict is ok."""
+    repo = Path(state.repo_dir)
+    failure = proposal["failure"]
+    if state.failure_stage == "build":
+        verdict = validate_compile(env, repo, proposal, open_failures)
+        if verdict.reason and verdict.applied and _applied(repo, proposal):
+            revert_diff(repo, proposal["diff"])
+        return verdict
+    try:
+        apply_diff(repo, proposal["diff"])
+    except PatchError as exc:
+        return Verdict(reason=str(exc), applied=False)
+    after, detail = run_load_check(state, env, f"recheck-{failure['kind']}")
+    still = [f for f in after if same_failure(failure, f)]
+    verdict = Verdict(checks=[CheckResult(name="load check", ok=not after, detail=detail)])
+    if still:
+        verdict.reason = f"the {failure['kind']} failure is still reported by the load check"
+        revert_diff(repo, proposal["diff"])
+    verdict.unmasked = [f for f in after if f not in still and not any(same_failure(f, o) for o in open_failures)]
+    return verdict
+
+
+def _applied(repo: Path, proposal: dict) -> bool:
+    return bool(git.Repo(repo).git.status("--porcelain", "--", *proposal["files"]).strip())
+
+
+def _commit(repo: git.Repo, proposal: dict, verdict: Verdict) -> str:
+    repo.git.add("--", *proposal["files"])
+    evidence = "\n".join(f"- {c.name}: {'ok' if c.ok else 'FAILED'} {c.detail}" for c in verdict.checks)
+    failure = proposal["failure"]
+    where = failure.get("file") or failure.get("symbol") or ""
+    repo.git.commit("-m", f"rocport: fix {failure['kind']} {where} ({proposal['proposer']})\n\n"
+                          f"{proposal['rationale']}\n\nFailure: {failure.get('message', '')[:300]}\n"
+                          f"Evidence:\n{evidence}", "--", *proposal["files"])
+    return repo.head.commit.hexsha
+
+
+def apply_check(state: PortState, env: RunEnv) -> dict:
+    """Apply, check, keep (commit) or revert every proposal of the wave."""
+    decisions = _review(state, env)
+    reset_to_head(state)
+    repo = git.Repo(state.repo_dir)
+    counters, outcomes, fixed = dict(state.counters), list(state.outcomes), list(state.fixed)
+    open_failures, unmasked = list(state.failures), []
+    head = state.head
+    for index, proposal in enumerate(state.proposals):
+        record = Proposal.from_dict(proposal)
+        if decisions.get(index) is False:
+            outcomes.append(PatchOutcome(record, applied=False, reason="rejected in review").to_dict())
+            env.observer.emit("patch_reverted", proposer=record.proposer, kind=proposal["kind"],
+                              file=proposal["failure"].get("file"), reason="rejected in review")
+            continue
+        verdict = check(state, env, proposal, open_failures + unmasked)
+        if not verdict.applied and record.proposer.startswith("rule:"):
+            # an earlier patch of this wave changed the file: ask the rules again on the new tree
+            again = env.proposers[0].propose(Failure.from_dict(proposal["failure"]), workspace(state, env))
+            if again is None:
+                env.observer.emit("note", message=f"{proposal['kind']} in {proposal['failure'].get('file')}: "
+                                                  f"already covered by an earlier patch of this wave")
+                continue
+            proposal = {**proposal, **again.to_dict()}
+            record = again
+            verdict = check(state, env, proposal, open_failures + unmasked)
+        counters["unit_compiles"] += verdict.unit_compiles
+        file = proposal["failure"].get("file")
+        if verdict.ok:
+            head = _commit(repo, proposal, verdict)
+            fixed.append(record.failure_signature)
+            unmasked += [f for f in verdict.unmasked if not any(same_failure(f, u) for u in unmasked)]
+            outcomes.append(PatchOutcome(record, applied=True, checks=verdict.checks, kept=True,
+                                         reason="checks passed", commit=head).to_dict())
+            env.rundir.save_patch(proposal["kind"], "kept", record.diff)
+            env.observer.emit("patch_kept", proposer=record.proposer, kind=proposal["kind"], file=file,
+                              commit=head, counters=counters)
+        else:
+            outcomes.append(PatchOutcome(record, applied=verdict.applied, checks=verdict.checks, kept=False,
+                                         reason=verdict.reason).to_dict())
+            env.rundir.save_patch(proposal["kind"], "reverted" if verdict.applied else "not-applied", record.diff)
+            env.observer.emit("patch_reverted", proposer=record.proposer, kind=proposal["kind"], file=file,
+                              reason=verdict.reason, counters=counters)
+    return _next(state, env, counters, outcomes, fixed, head, unmasked)
+
+
+def _next(state: PortState, env: RunEnv, counters: dict, outcomes: list[dict], fixed: list[str], head: str,
+          unmasked: list[dict]) -> dict:
+    kept_now = [o for o in outcomes[len(state.outcomes):] if o["kept"]]
+    update = {"counters": counters, "outcomes": outcomes, "fixed": sorted(set(fixed)), "head": head,
+              "proposals": [], "failures": unmasked}
+    if unmasked:
+        env.observer.emit("diagnosed", stage="unit compile", count=len(unmasked),
+                          kinds=sorted({f["kind"] for f in unmasked}), signatures=[f.get("signature") for f in unmasked])
+        update["stop_reason"] = budget_stop(state, env, "propose")
+    elif not kept_now:
+        update["stop_reason"] = "no patch of this wave survived its checks"
+    elif state.failure_stage == "build":
+        update["stop_reason"] = budget_stop(state, env, "build")
+    return update

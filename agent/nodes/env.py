@@ -1,0 +1,97 @@
+"""RunEnv: the live handles nodes need (sandbox, proposers, observer), kept OUT of graph state.
+
+A node is `node(state, env) -> dict`; graph.py binds env. Everything here is rebuilt on resume
+from the run directory's job.yaml, so nothing live is ever checkpointed.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent.config import PortJob
+from agent.observer import Observer
+from agent.profiles import Profile
+from agent.proposer import Proposer
+from agent.rundir import RunDir
+from agent.store import RunStore
+from sandboxes.base import CommandResult, Sandbox
+
+
+def has_gpu() -> bool:
+    """An AMD GPU is usable here when the kernel driver's device exists."""
+    return Path("/dev/kfd").exists()
+
+
+@dataclass
+class RunEnv:
+    """What one process of a run holds: the job, its profile, the run dir, live handles."""
+
+    job: PortJob
+    profile: Profile
+    rundir: RunDir
+    observer: Observer
+    proposers: list[Proposer]
+    """Rules first, then the LLM when one is configured."""
+    store: RunStore | None = None
+    review: bool = False
+    """Pause (LangGraph interrupt) before applying any LLM patch."""
+    gpu: bool = field(default_factory=has_gpu)
+    mark: float = field(default_factory=time.monotonic)
+    """When the current node started (wall-time accounting across resumes)."""
+    _sandbox: Sandbox | None = None
+    server: Any = None
+    """The model server started by the serve node, stopped by report (a live handle, never state)."""
+
+    @property
+    def arch(self) -> str:
+        return self.job.target.arch
+
+    def image(self) -> str:
+        if self.job.target.image:
+            return self.job.target.image
+        if self.profile.images:
+            return self.profile.images[0]
+        return "rocport/rocm-build:6.4"
+
+    def sandbox(self) -> Sandbox:
+        """The run's sandbox over its repo clone, created on first use (one container per run)."""
+        if self._sandbox is None:
+            workdir = str(self.rundir.repo)
+            env = self.profile_env()
+            if self.job.sandbox.backend == "local":
+                from sandboxes.local import LocalSandbox
+                self._sandbox = LocalSandbox(workdir, env={**_host_env(), **env}, logdir=self.rundir.logs)
+            else:
+                from sandboxes.docker import DockerSandbox
+                # the server must be reachable from the host for health checks and the benchmark
+                network = self.job.sandbox.network or bool(self.job.model.path)
+                self._sandbox = DockerSandbox(self.image(), workdir, network=network, env=env,
+                                              logdir=self.rundir.logs)
+        return self._sandbox
+
+    def profile_env(self) -> dict[str, str]:
+        return {k: v.replace("{arch}", self.arch) for k, v in self.profile.env.items()}
+
+    def run(self, what: str, cmd: str, *, timeout: float = 600) -> tuple[CommandResult, Path]:
+        """Run a command in the sandbox and keep its full log in the run dir."""
+        result = self.sandbox().run(cmd, timeout=timeout)
+        return result, self.rundir.log_command(what, result)
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None
+
+
+_SECRET_HINTS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+
+
+def _host_env() -> dict[str, str]:
+    """The host environment minus anything that looks like a credential (keys never enter sandboxes)."""
+    import os
+    return {k: v for k, v in os.environ.items() if not any(h in k.upper() for h in _SECRET_HINTS)}

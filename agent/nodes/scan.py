@@ -1,0 +1,25 @@
+"""scan: the static, preprocessor-aware scan of the clone (engineer S's tools.scan), before any build.
+
+Findings are recorded and reported; they also tell the propose node which constructs a unit still
+holds that its first fatal error masked (so one wave can fix them together).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent.nodes.env import RunEnv
+from agent.state import PortState
+
+
+def scan(state: PortState, env: RunEnv) -> dict:
+    """Scan the checkout for CUDA-only constructs outside ROCm branches (reported, never fatal)."""
+    try:
+        from tools.scan import scan_repo
+    except ImportError as exc:  # the scanner is optional to the loop: say so and go on
+        env.observer.emit("note", message=f"static scan not run: {exc}")
+        return {"scan": []}
+    result = scan_repo(Path(state.repo_dir), hipify=env.profile.hipify_at_build)
+    findings = getattr(result, "findings", result)
+    dicts = [f.to_dict() for f in findings]
+    env.observer.emit("scanned", count=len(dicts), kinds=sorted({f.kind for f in findings}))
+    return {"scan": dicts}

@@ -1,0 +1,104 @@
+"""Runs table and LangGraph checkpointer, both SQLite files under $ROCPORT_HOME.
+
+runs.sqlite holds one row per `rocport port` run (what `rocport runs` lists); checkpoints.sqlite
+is LangGraph's SqliteSaver, one thread per run id, which is what `--resume RUN_ID` continues.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from agent.rundir import rocport_home
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+  run_id TEXT PRIMARY KEY,
+  framework TEXT NOT NULL,
+  repo TEXT NOT NULL,
+  ref TEXT,
+  status TEXT NOT NULL,
+  phase TEXT,
+  reason TEXT,
+  counters TEXT,
+  created REAL NOT NULL,
+  updated REAL NOT NULL
+)
+"""
+
+
+@dataclass
+class RunRow:
+    """One line of `rocport runs`."""
+
+    run_id: str
+    framework: str
+    repo: str
+    ref: str | None
+    status: str
+    phase: str | None
+    reason: str | None
+    counters: dict
+    created: float
+    updated: float
+
+
+class RunStore:
+    """The runs table. Opens a connection per call: runs are few, processes come and go (kill -9)."""
+
+    def __init__(self, home: Path | None = None):
+        self.path = (home or rocport_home()) / "runs.sqlite"
+        with closing(self._connect()) as db, db:
+            db.execute(_SCHEMA)
+
+    def _connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(self.path, timeout=30)
+
+    def create(self, run_id: str, framework: str, repo: str, ref: str | None) -> None:
+        now = time.time()
+        with closing(self._connect()) as db, db:
+            db.execute("INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?)",
+                       (run_id, framework, repo, ref, "running", "checkout", None, "{}", now, now))
+
+    def update(self, run_id: str, *, status: str | None = None, phase: str | None = None,
+               reason: str | None = None, counters: dict | None = None) -> None:
+        sets, args = ["updated=?"], [time.time()]
+        for column, value in (("status", status), ("phase", phase), ("reason", reason)):
+            if value is not None:
+                sets.append(f"{column}=?")
+                args.append(value)
+        if counters is not None:
+            sets.append("counters=?")
+            args.append(json.dumps(counters))
+        with closing(self._connect()) as db, db:
+            db.execute(f"UPDATE runs SET {', '.join(sets)} WHERE run_id=?", (*args, run_id))
+
+    def get(self, run_id: str) -> RunRow | None:
+        with closing(self._connect()) as db:
+            row = db.execute("SELECT * FROM runs WHERE run_id=?", (run_id,)).fetchone()
+        return _row(row) if row else None
+
+    def list(self, limit: int = 50) -> list[RunRow]:
+        with closing(self._connect()) as db:
+            rows = db.execute("SELECT * FROM runs ORDER BY created DESC LIMIT ?", (limit,)).fetchall()
+        return [_row(r) for r in rows]
+
+
+def _row(row: tuple) -> RunRow:
+    data = list(row)
+    data[7] = json.loads(data[7] or "{}")
+    return RunRow(*data)
+
+
+def open_checkpointer(home: Path | None = None) -> SqliteSaver:
+    """LangGraph's SQLite checkpointer on $ROCPORT_HOME/checkpoints.sqlite (caller closes .conn)."""
+    path = (home or rocport_home()) / "checkpoints.sqlite"
+    conn = sqlite3.connect(path, check_same_thread=False, timeout=30)
+    saver = SqliteSaver(conn)
+    saver.setup()
+    return saver

@@ -1,0 +1,72 @@
+"""A tiny CUDA-first repo with real ROCm faults, its profile and job, for the port-loop tests.
+
+Faults: `warp_reduce.cu` includes <cuda_runtime.h> (a fatal error that masks the next one) and uses
+`__shfl_xor_sync` (undeclared on HIP); `scale.cu` includes <cuda_bf16.h>. The build compiles every
+unit with hipcc, keep-going, after a short sleep so a test can kill the port mid-build.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+WARP_REDUCE = """\
+#include <cuda_runtime.h>
+
+__global__ void warp_sum(const float* in, float* out) {
+  float v = in[threadIdx.x];
+  for (int offset = 16; offset > 0; offset >>= 1)
+    v += __shfl_xor_sync(0xffffffff, v, offset);
+  if (threadIdx.x == 0) *out = v;
+}
+"""
+
+SCALE = """\
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+
+__global__ void scale(__half* x, float s, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = __float2half(__half2float(x[i]) * s);
+}
+"""
+
+BUILD_SH = """\
+#!/bin/bash
+# Keep-going build: every unit is compiled even when one fails.
+arch=${1:-gfx90a}
+sleep ${BUILD_SLEEP:-0}
+mkdir -p build
+status=0
+for f in csrc/*.cu; do
+  echo "[build] $f"
+  hipcc -x hip --offload-arch=$arch -DUSE_ROCM -Icsrc -c $f -o build/$(basename $f .cu).o || status=1
+done
+exit $status
+"""
+
+PROFILE = """\
+name: tinykernels
+description: two CUDA-first kernels, compiled with hipcc unit by unit
+build:
+  rocm: bash build.sh {arch}
+  timeout_s: 600
+unit:
+  hip: hipcc -x hip --offload-arch={arch} -DUSE_ROCM -Icsrc -c {file} -o {out}
+  cuda: nvcc -arch=sm_90 -Icsrc -c {file} -o {out}
+  cuda_preprocess: nvcc -E -Icsrc {file}
+  sources: ["csrc/*.cu"]
+launch:
+  command: "true"
+"""
+
+FILES = {"csrc/warp_reduce.cu": WARP_REDUCE, "csrc/scale.cu": SCALE, "build.sh": BUILD_SH,
+         ".gitignore": "build/\n"}
+
+
+def make_job(tmp_path: Path, repo: Path, *extra: str) -> list[str]:
+    """The job sources for `load_job`: a YAML file plus overrides."""
+    profile = tmp_path / "tinykernels.yaml"
+    profile.write_text(PROFILE)
+    job = tmp_path / "job.yaml"
+    job.write_text(f"framework:\n  profile: {profile}\n  repo: {repo}\ntarget:\n  arch: gfx90a\n"
+                   f"sandbox:\n  backend: local\n")
+    return [str(job), *extra]
