@@ -1,0 +1,1 @@
+"""Layers of tinyserve's models: linear (plain and MXFP4), norms, attention, MoE."""
