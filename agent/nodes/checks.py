@@ -66,9 +66,9 @@ def validate_compile(env: RunEnv, repo: Path, proposal: dict, open_failures: lis
     outcome = Validator(repo, tools).validate(Proposal.from_dict(proposal), failure)
     verdict = Verdict(checks=list(outcome.checks))
     verdict.unit_compiles = sum(1 for c in outcome.checks if c.name.startswith(("hipcc", "nvcc")))
-    if not outcome.applied:
+    if not outcome.kept:  # the Validator already reverted it; no checks ran when it did not apply
         verdict.reason = outcome.reason
-        verdict.applied = False
+        verdict.applied = bool(outcome.checks)
         return verdict
     still_failing = [c.name.rsplit(" ", 1)[-1] for c in outcome.checks
                      if c.name.startswith("hipcc") and "unit still fails" in c.detail]

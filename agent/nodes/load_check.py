@@ -1,7 +1,7 @@
 """load_check: the cheap check before any server launch — does the checkpoint load into the model?
 
 Uses the profile's `load_check` command (loads weights without serving; its traceback is diagnosed),
-else its `expected_params` hook compared with the checkpoint's tensor names (tools.weights).
+else its `expected_params` hook (the model code imports; the registered parameter names).
 """
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from tools.records import Failure
 
 
 def _expected_failures(state: PortState, env: RunEnv, what: str) -> tuple[list[dict], str, str | None]:
-    from tools.weights.checkpoint import load_checkpoint
-    from tools.weights.compare import compare, parse_expected
+    """Run the expected_params hook: it imports the model code (a CUDA-only import fails here, cheaply)
+    and lists the registered parameters the weight-name fixers compare with the checkpoint."""
+    from tools.weights.compare import parse_expected
 
     cmd = env.profile.expected_params.replace("{model_path}", env.job.model.path)
     result, log = env.run(what, cmd, timeout=900)
@@ -25,16 +26,9 @@ def _expected_failures(state: PortState, env: RunEnv, what: str) -> tuple[list[d
     expected = parse_expected(json.loads(result.stdout), cmd)
     path = env.rundir.path / "expected_params.json"
     path.write_text(json.dumps(expected))
-    report = compare(load_checkpoint(env.job.model.path, shapes=True), expected)
-    failures = []
-    if report.missing or report.unexpected:
-        failures.append(Failure(kind="weight_name", source="load_check",
-                                message=f"{len(report.missing)} expected parameter(s) missing from the checkpoint, "
-                                        f"{len(report.unexpected)} checkpoint tensor(s) unused",
-                                symbol=(report.unexpected or report.missing)[0],
-                                signature="weight_name:load_check",
-                                facts={"missing": report.missing, "unexpected": report.unexpected}).to_dict())
-    return failures, f"{len(expected)} expected params compared; log {log}", str(path)
+    # Registered names differ from checkpoint names by the loader's own mapping (stacked qkv, ...),
+    # so a raw comparison is no verdict: loading itself is checked by load_check or the launch.
+    return [], f"model code imports; {len(expected)} registered params listed; log {log}", str(path)
 
 
 def _diagnosed(text: str, state: PortState, source: str) -> list[dict]:
