@@ -1,0 +1,71 @@
+"""`rocport diagnose LOG`: a build or server log -> the failures in it, as a table or JSON."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from agent.cli.app import app, fail
+from tools.diagnose import DiagnoseError, diagnose_file
+from tools.records import Failure
+
+
+def _where(failure: Failure) -> str:
+    if not failure.file:
+        return "-"
+    where = failure.file
+    if failure.line:
+        where += f":{failure.line}"
+        if failure.column:
+            where += f":{failure.column}"
+    unit = failure.facts.get("unit")
+    if unit and unit != failure.file:
+        where += f"\n(in {unit})"
+    return where
+
+
+def _what(failure: Failure) -> str:
+    what = failure.message.split("\n", 1)[0]
+    if failure.symbol and failure.symbol not in what:
+        what += f"  [{failure.symbol}]"
+    return what
+
+
+def _table(failures: list[Failure], log: Path) -> Table:
+    table = Table(title=f"{len(failures)} failure(s) in {log}", title_justify="left", show_lines=False)
+    table.add_column("kind", style="bold")
+    table.add_column("where", overflow="fold")
+    table.add_column("what", overflow="fold")
+    table.add_column("source", style="dim")
+    for failure in failures:
+        table.add_row(failure.kind, _where(failure), _what(failure), failure.source)
+    return table
+
+
+@app.command()
+def diagnose(
+    log: Path = typer.Argument(..., help="A build or server log file."),
+    as_json: bool = typer.Option(False, "--json", help="Print the failures as a JSON list of Failure records."),
+    repo: Path | None = typer.Option(None, "--repo", help="The repo the log came from: paths become repo-relative."),
+    source: str | None = typer.Option(None, "--source", help="What produced the log when it cannot be told "
+                                      "(hipcc, nvcc, server, ...)."),
+) -> None:
+    """Find every failure in a build or server log and classify it (FAILURE_CLASSES.md kinds)."""
+    if repo is not None and not repo.is_dir():
+        raise fail(f"--repo {repo} is not a directory (pass the repository the log was produced from)")
+    try:
+        failures = diagnose_file(log, repo_root=repo, source=source)
+    except DiagnoseError as exc:
+        raise fail(str(exc)) from None
+    if as_json:
+        typer.echo(json.dumps([f.to_dict() for f in failures], indent=2))
+        return
+    console = Console()
+    if not failures:
+        empty = log.stat().st_size == 0
+        console.print(f"{log} is empty: nothing to diagnose." if empty else f"No failures found in {log}.")
+        return
+    console.print(_table(failures, log))

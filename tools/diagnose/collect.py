@@ -1,0 +1,79 @@
+"""Turn parser records into Failures: repo-relative paths, signatures, merging, bounds.
+
+The same header error reached from fifty translation units is one Failure whose
+`facts["units"]` lists the units; the same traceback printed by eight TP workers is one Failure.
+The number of distinct failures is capped so a pathological log cannot exhaust memory.
+"""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from tools.diagnose.classify import classify_compile
+from tools.diagnose.compile import CompilerDiagnostic
+from tools.diagnose.signature import make_signature, normalize_message, relativize
+from tools.records import Failure
+
+MAX_FAILURES = 2000
+MAX_UNKNOWN = 50
+MAX_UNITS = 50
+
+
+class Collector:
+    """Accumulates Failures in log order, merging duplicates."""
+
+    def __init__(self, repo_root: str | Path | None = None, source: str | None = None):
+        self.repo_root = repo_root
+        self.source = source
+        self.failures: list[Failure] = []
+        self.dropped = 0
+        self._index: dict[tuple, Failure] = {}
+        self._unknown = 0
+
+    def add(self, failure: Failure) -> None:
+        """Normalise paths, sign, and keep `failure` unless it repeats one already kept."""
+        failure.file = relativize(failure.file, self.repo_root)
+        unit = failure.facts.get("unit")
+        if unit:
+            failure.facts["unit"] = relativize(unit, self.repo_root)
+        failure.signature = make_signature(failure.kind, failure.file, failure.symbol, failure.message)
+        key = (failure.signature, failure.file, failure.line, failure.column, normalize_message(failure.message))
+        seen = self._index.get(key)
+        if seen is not None:
+            self._merge_unit(seen, failure.facts.get("unit"))
+            return
+        if failure.kind == "unknown":
+            if self._unknown >= MAX_UNKNOWN:
+                self.dropped += 1
+                return
+            self._unknown += 1
+        if len(self.failures) >= MAX_FAILURES:
+            self.dropped += 1
+            return
+        self._index[key] = failure
+        self.failures.append(failure)
+
+    @staticmethod
+    def _merge_unit(seen: Failure, unit: str | None) -> None:
+        if not unit or unit == seen.facts.get("unit"):
+            return
+        units = seen.facts.setdefault("units", [u for u in [seen.facts.get("unit")] if u])
+        if unit not in units and len(units) < MAX_UNITS:
+            units.append(unit)
+
+    def add_compile(self, diag: CompilerDiagnostic) -> None:
+        """A compiler/linker diagnostic, classified."""
+        kind, symbol = classify_compile(diag, self.repo_root)
+        if diag.link_symbol and kind == "compile_error":
+            kind = "link_error"
+        facts: dict = {}
+        if diag.unit:
+            facts["unit"] = diag.unit
+        if diag.target:
+            facts["target"] = diag.target
+        source = diag.tool
+        if source in ("clang", "gcc", "driver") and self.source:
+            source = self.source
+        self.add(Failure(kind=kind, message=diag.message[:500], file=diag.file, line=diag.line, column=diag.column,
+                         symbol=symbol, excerpt=textwrap.dedent("\n".join(diag.lines)).strip("\n"),
+                         source=source, facts=facts))

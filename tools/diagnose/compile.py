@@ -1,0 +1,260 @@
+"""Compiler and build-tool output -> one `CompilerDiagnostic` per error, context folded in.
+
+A streaming state machine: include chains are held until the error they lead to, notes and
+source/caret lines attach to the error before them, warnings (unless -Werror) are dropped with
+their notes. The translation unit comes from the bottom of the include chain, the failing
+ninja/make command, or nvcc's trailer; the compiler from the command or hipcc's trailer.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tools.diagnose import compile_patterns as P
+
+MAX_CHAIN = 8
+MAX_CONTEXT = 4
+MAX_EXCERPT = 30
+MAX_GROUP = 200
+
+
+@dataclass
+class CompilerDiagnostic:
+    """One compiler/linker error with the lines that explain it."""
+
+    file: str | None
+    line: int | None
+    column: int | None
+    message: str
+    tool: str
+    """The format it came in: clang, gcc, nvcc, ld, driver."""
+    lines: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    source_line: str = ""
+    unit: str | None = None
+    target: str | None = None
+    link_symbol: str | None = None
+
+
+def _source_of_command(cmd: str) -> str | None:
+    """The translation unit a compile command builds (the file after -c, else the first source)."""
+    tokens = cmd.replace("&&", " ").split()
+    for i, tok in enumerate(tokens[:-1]):
+        if tok == "-c" and tokens[i + 1].endswith(P.SOURCE_EXTS):
+            return tokens[i + 1]
+    for tok in tokens:
+        if tok.endswith(P.SOURCE_EXTS) and not tok.startswith("-"):
+            return tok
+    return None
+
+
+def _unit_of_output(outputs: str) -> str | None:
+    """CMake names objects after their source (x.cu.o): recover it when no command follows."""
+    first = outputs.split()[0]
+    for ext in P.SOURCE_EXTS:
+        if first.endswith((ext + ".o", ext + ".obj")):
+            return re.sub(r"^.*?CMakeFiles/[^/]+\.dir/", "", first.rsplit(".", 1)[0]).replace("__/", "../")
+    return None
+
+
+class CompileParser:
+    """Feed cleaned lines; diagnostics go to `emit` as each translation unit's output ends."""
+
+    def __init__(self, emit: Callable[[CompilerDiagnostic], None]):
+        self.emit = emit
+        self.wrappers: list[str] = []
+        self._chain: list[str] = []
+        self._chain_unit: str | None = None
+        self._current: CompilerDiagnostic | None = None
+        self._ignoring = False
+        self._context_left = 0
+        self._group: list[CompilerDiagnostic] = []
+        self._cmd_unit: str | None = None
+        self._cmd_tool: str | None = None
+        self._expect_command = False
+        self._raw = ""
+
+    # ---- entry points -------------------------------------------------------------------
+    def feed(self, line: str) -> bool:
+        """Consume `line` if it belongs to compiler/build output; return whether it did."""
+        text = line.strip()
+        self._raw = line.rstrip()
+        if not text:
+            self._context_left = 0
+            return False
+        for handler in (self._boundary, self._header, self._chain_line, self._note_like, self._context):
+            if handler(text):
+                return True
+        return False
+
+    def finish(self) -> None:
+        """Flush what is still open at the end of the log."""
+        self._flush()
+
+    # ---- boundaries between translation units ---------------------------------------------
+    def _boundary(self, text: str) -> bool:
+        if self._expect_command:
+            self._expect_command = False
+            if P.COMPILER_CMD.search(text):
+                self._set_command(text)
+                return True
+        m = P.NINJA_FAILED.match(text)
+        if m:
+            self._flush()
+            self._cmd_unit, self._cmd_tool = _unit_of_output(m.group("outputs")), None
+            self._expect_command = True
+            return True
+        m = P.CLANG_TRAILER.match(text)
+        if m:
+            for diag in self._group:
+                diag.target = diag.target or m.group("target")
+                if diag.tool == "gcc":  # clang >= 16 prints gcc-style gutters; its trailer tells them apart
+                    diag.tool = "clang"
+            self._flush(keep_command=True)
+            return True
+        m = P.NVCC_TRAILER.match(text)
+        if m:
+            for diag in self._group:
+                diag.unit = diag.unit or m.group("unit")
+                diag.tool = "nvcc" if diag.tool in ("clang", "gcc", "nvcc") else diag.tool
+            self._flush(keep_command=True)
+            return True
+        if P.WRAPPER.match(text) or P.MAKE_ERROR.match(text):
+            if len(self.wrappers) < 20:
+                self.wrappers.append(text)
+            self._flush()
+            return True
+        if P.NINJA_PROGRESS.match(text) or P.MAKE_PROGRESS.match(text):
+            self._flush()
+            if P.COMPILER_CMD.search(text) and " -c " in f" {text} ":
+                self._set_command(text)
+            return True
+        if P.COMPILER_CMD.search(text) and " -c " in f" {text} " and len(text) > 40:
+            self._flush()
+            self._set_command(text)
+            return True
+        return False
+
+    def _set_command(self, text: str) -> None:
+        m = P.COMPILER_CMD.search(text)
+        self._cmd_tool = m.group("tool") if m else None
+        self._cmd_unit = _source_of_command(text) or self._cmd_unit
+
+    # ---- error headers -------------------------------------------------------------------
+    def _header(self, text: str) -> bool:
+        m = P.CLANG_HEADER.match(text)
+        if m:
+            return self._on_header(m, "clang", text)
+        m = P.NVCC_HEADER.match(text)
+        if m:
+            return self._on_header(m, "nvcc", text)
+        m = P.DRIVER_ERROR.match(text) or P.NVCC_FATAL.match(text)
+        if m:
+            tool = m.group("tool").rsplit("/", 1)[-1]
+            link = tool.startswith(("ld", "lld"))
+            self._start(CompilerDiagnostic(None, None, None, m.group("msg"), "ld" if link else "driver"), text)
+            lm = P.LLD_SYMBOL.match(text)
+            if lm:
+                self._current.link_symbol = lm.group("sym").strip()
+            return True
+        m = P.LINK_REF.search(text)
+        if m and ("undefined reference" in text or "multiple definition" in text):
+            diag = CompilerDiagnostic(m.group("file"), None, None, m.group("msg"), "ld")
+            diag.link_symbol = m.group("sym")
+            self._start(diag, text)
+            return True
+        return False
+
+    def _on_header(self, m: re.Match, fmt: str, text: str) -> bool:
+        sev, msg = m.group("sev"), m.group("msg")
+        if sev == "note":
+            return self._note(text)
+        if sev in ("warning", "remark") and "-Werror" not in msg:
+            self._chain, self._chain_unit = [], None
+            self._current, self._ignoring, self._context_left = None, True, MAX_CONTEXT
+            return True
+        col = m.groupdict().get("col")
+        diag = CompilerDiagnostic(m.group("file"), int(m.group("line")), int(col) if col else None, msg, fmt)
+        self._start(diag, text)
+        return True
+
+    def _start(self, diag: CompilerDiagnostic, text: str) -> None:
+        diag.lines = self._chain + [self._raw]
+        diag.unit = self._chain_unit
+        self._chain, self._chain_unit = [], None
+        self._current, self._ignoring, self._context_left = diag, False, MAX_CONTEXT
+        self._group.append(diag)
+        if len(self._group) >= MAX_GROUP:
+            self._flush(keep_command=True)
+
+    # ---- include chains, notes, source lines -----------------------------------------------
+    def _chain_line(self, text: str) -> bool:
+        clang_level = P.INCLUDED_FROM.match(text)
+        gcc_level = P.INCLUDED_MORE.match("  " + text) if self._chain and not clang_level else None
+        m = clang_level or gcc_level
+        if not m:
+            return False
+        # clang prints the translation unit first, one "In file included from" per level;
+        # gcc prints the direct includer first and the unit as the last "from" line
+        if gcc_level or not self._chain:
+            self._chain_unit = m.group("file")
+        if len(self._chain) < MAX_CHAIN:
+            self._chain.append(self._raw)
+        self._current, self._context_left = None, 0
+        return True
+
+    def _note_like(self, text: str) -> bool:
+        if P.GCC_CONTEXT.match(text):
+            if len(self._chain) < MAX_CHAIN:
+                self._chain.append(self._raw)
+            self._current, self._context_left = None, 0
+            return True
+        if P.GCC_REQUIRED.match(text) or P.NVCC_DETECTED.match(text) or P.LD_CONTEXT.match(text):
+            return self._note(text)
+        return False
+
+    def _note(self, text: str) -> bool:
+        if self._ignoring or self._current is None:
+            self._context_left = MAX_CONTEXT if self._ignoring else 0
+            return True
+        self._current.notes.append(text)
+        if len(self._current.lines) < MAX_EXCERPT:
+            self._current.lines.append(self._raw)
+        self._context_left = MAX_CONTEXT
+        return True
+
+    def _context(self, text: str) -> bool:
+        if self._context_left <= 0:
+            return False
+        self._context_left -= 1
+        if self._ignoring:
+            return True
+        diag = self._current
+        if diag is None:
+            return False
+        if not diag.source_line and not diag.notes and not set(text) <= set("^~ |0123456789"):
+            source = text.split("|", 1)[1] if P.GCC_SOURCE.match(text) else text
+            diag.source_line = source.strip()
+            if P.GCC_SOURCE.match(text) and diag.tool == "clang":
+                diag.tool = "gcc"
+        if len(diag.lines) < MAX_EXCERPT:
+            diag.lines.append(self._raw)
+        return True
+
+    # ---- output ---------------------------------------------------------------------------
+    def _flush(self, keep_command: bool = False) -> None:
+        for diag in self._group:
+            if diag.unit is None:
+                diag.unit = self._cmd_unit
+            if diag.unit is None and diag.file and diag.file.endswith(P.SOURCE_EXTS):
+                diag.unit = diag.file
+            if self._cmd_tool in ("hipcc", "amdclang++") or diag.target:
+                diag.tool = "hipcc" if diag.tool in ("clang", "gcc") else diag.tool
+            elif self._cmd_tool == "nvcc" and diag.tool in ("clang", "gcc"):
+                diag.tool = "nvcc"
+            self.emit(diag)
+        self._group = []
+        self._current, self._context_left = None, 0
+        if not keep_command:
+            self._cmd_unit, self._cmd_tool = None, None

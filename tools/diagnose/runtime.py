@@ -1,0 +1,82 @@
+"""One-line run-time failures: HIP runtime/HSA, Triton resources, OOM, server flags, tokenizer, arch.
+
+Each rule is (kind, pattern, symbol group). The same table classifies a bare log line and the
+"Type: message" of a Python exception, so `RuntimeError: HIP error: invalid device function`
+in a traceback and the same text logged alone diagnose alike.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RuntimeRule:
+    kind: str
+    pattern: re.Pattern
+    symbol_group: str | None = "s"
+
+
+def _r(kind: str, pattern: str, flags: int = 0) -> RuntimeRule:
+    compiled = re.compile(pattern, flags)
+    return RuntimeRule(kind, compiled, "s" if "?P<s>" in pattern else None)
+
+
+RULES: tuple[RuntimeRule, ...] = (
+    # fp8 layout problems show up as unsupported mixes of e4m3fn/e4m3fnuz, or as UE8M0 scales being doubled
+    _r("fp8_layout", r"not implemented for '(?P<s>Float8_e8m0fnu)'"),
+    _r("fp8_layout", r"(?P<s>HIPBLAS_STATUS_NOT_SUPPORTED|hipblasLt\w* .*not supported).*(?:e4m3|fp8|float8)", re.IGNORECASE),
+    _r("unsupported_dtype", r"not implemented for '(?P<s>[\w.]+)'"),
+    _r("unsupported_dtype", r"(?:Unsupported|unsupported|not supported) (?:dtype|data type)[: ]+'?(?P<s>torch\.\w+|\w+)"),
+    _r("python_version_parse", r"InvalidVersion: (?:Invalid version: )?'(?P<s>[^']+)'"),
+    _r("launch_bounds_smem", r"OutOfResources: out of resource: (?P<s>shared memory)"),
+    _r("warp_size", r"Launch params \((?P<s>[\d, ]+)\) are larger than launch bounds"),
+    _r("triton_config", r"Triton Error \[HIP\]:\s+Code: (?P<s>\d+), Mess+age: invalid argument"),
+    _r("triton_config", r"(?P<s>num_warps)\s*(?:=\s*\d+\s*)?(?:exceeds|is too large|must be|> ?\d+)", re.IGNORECASE),
+    _r("triton_config", r"block dimensions: (?P<s>\d+x\d+x\d+): HIP_ERROR_InvalidValue"),
+    _r("resource", r"(?P<s>(?:HIP|CUDA|GPU)? ?out of memory|OutOfMemoryError|hipErrorOutOfMemory|No space left on device"
+                   r"|Not enough memory|No available memory for the cache blocks|insufficient memory)", re.IGNORECASE),
+    _r("hip_runtime", r"(?P<s>hipErrorNoBinaryForGpu|hipErrorInvalidDeviceFunction|hipErrorSharedObject\w*|hipError\w+)"),
+    _r("hip_runtime", r"(?P<s>HSA_STATUS_ERROR_\w+)"),
+    _r("hip_runtime", r"(?P<s>no kernel image is available)"),
+    _r("hip_runtime", r"(?:HIP|CUDA) error: (?P<s>[\w ]+?)(?:\n|$|\s{2}|\.|:)"),
+    _r("hip_runtime", r"(?P<s>Memory access fault) by GPU"),
+    _r("hip_runtime", r"undefined symbol: (?P<s>\S+)"),
+    _r("serve_flag", r"error: unrecognized arguments: (?P<s>\S+)"),
+    _r("serve_flag", r"error: argument (?P<s>--?[\w-]+)(?:/--?[\w-]+)*: (?:invalid choice|expected|invalid)"),
+    _r("serve_flag", r"error: (?:ambiguous option: |no such option: )(?P<s>--?[\w-]+)"),
+    _r("serve_flag", r"(?:unexpected keyword argument|Unknown argument|unrecognized option)[: ]+'?(?P<s>--?[\w-]+)"),
+    _r("tokenizer", r"Can't load tokenizer for '(?P<s>[^']+)'"),
+    _r("tokenizer", r"Tokenizer class (?P<s>\w+) does not exist"),
+    _r("tokenizer", r"(?:tokenizer(?:\.json|\.model|_config\.json)?) (?:not found|does not exist|is missing)"
+                    r"|(?P<s>tokenizer\w*\.(?:json|model)) not found", re.IGNORECASE),
+    _r("arch_unsupported", r"Model architectures? \[?'?(?P<s>[\w.]+)'?\]? (?:are|is) not supported"),
+    _r("arch_unsupported", r"[Uu]nsupported (?:model )?architectures?: \[?'?(?P<s>[\w.]+)"),
+    _r("arch_unsupported", r"has model type `(?P<s>[\w-]+)` but Transformers does not recognize this architecture"),
+    _r("arch_unsupported", r"(?:unsupported|invalid) (?:CUDA |HIP )?(?:gpu |GPU )?(?:offload )?arch(?:itecture)?[: ]+'?(?P<s>gfx\w+|sm_\w+|compute_\w+)"),
+    _r("arch_unsupported", r"Unsupported gpu architecture '(?P<s>[\w]+)'"),
+)
+
+
+def match_runtime(text: str) -> tuple[str, str | None] | None:
+    """(kind, symbol) when `text` is a known run-time failure, else None."""
+    for rule in RULES:
+        m = rule.pattern.search(text)
+        if m:
+            symbol = m.group(rule.symbol_group) if rule.symbol_group else None
+            return rule.kind, symbol.strip() if symbol else None
+    return None
+
+
+# A line that reads like a failure even though no rule knows it: reported as `unknown`.
+LOOKS_LIKE_ERROR = re.compile(
+    r"(?:^|\s)(?:(?:fatal )?error\b[:!]|ERROR\b|FATAL\b|Segmentation fault|core dumped|Aborted \(core|"
+    r"[\w.]+(?:Error|Exception): |terminate called after throwing|Assertion .* failed|panic:)")
+# Log chatter that mentions errors without being one.
+NOT_AN_ERROR = re.compile(r"(?:0 errors?|no errors?|error_rate|errors=0|ignore_errors|-Werror|werror|if error|on_error)",
+                          re.IGNORECASE)
+
+
+def looks_like_error(line: str) -> bool:
+    """True for lines a user would read as a failure."""
+    return bool(LOOKS_LIKE_ERROR.search(line)) and not NOT_AN_ERROR.search(line)

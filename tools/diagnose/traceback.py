@@ -1,0 +1,134 @@
+"""Python tracebacks in a log -> `PyTraceback` records (frames, exception chain), streamed.
+
+Handles the wrappers servers and installers put around them: sglang's
+`Scheduler hit an exception: Traceback ...`, vLLM's per-line logger prefixes (already peeled by
+`lines.clean_line`), pip's indentation (frames are found relative to the Traceback line's
+indent), chained exceptions and multi-line messages such as torch's state_dict errors.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+MAX_FRAMES = 200
+MAX_MESSAGE_LINES = 400
+MAX_STRAY_LINES = 40
+
+_FRAME = re.compile(r'^File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?$')
+_EXC = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Resources|Failure|Version"
+                  r"|Iteration|Fault|Timeout|Error\w*)|KeyError|StopIteration|AssertionError)(?::\s?(?P<msg>.*))?$")
+_CHAIN = ("During handling of the above exception", "The above exception was the direct cause")
+
+
+@dataclass
+class Frame:
+    path: str
+    line: int
+    func: str = ""
+    code: str = ""
+
+
+@dataclass
+class PyException:
+    type: str
+    message: str
+    frames: list[Frame] = field(default_factory=list)
+
+
+@dataclass
+class PyTraceback:
+    """One printed traceback, its chained exceptions in print order (cause first)."""
+
+    chain: list[PyException] = field(default_factory=list)
+
+
+class TracebackParser:
+    """Feed cleaned lines; complete tracebacks go to `emit`."""
+
+    def __init__(self, emit: Callable[[PyTraceback], None]):
+        self.emit = emit
+        self._tb: PyTraceback | None = None
+        self._frames: list[Frame] = []
+        self._indent = 0
+        self._state = "idle"  # idle | frames | message | between
+        self._stray = 0
+
+    @property
+    def active(self) -> bool:
+        return self._state != "idle"
+
+    def feed(self, line: str) -> bool:
+        """Consume `line` if it is part of a traceback; return whether it was."""
+        if "Traceback (most recent call last):" in line:
+            if self._state in ("frames", "message") and not self._chained_start():
+                self._close()
+            self._begin(line)
+            return True
+        if self._state == "idle":
+            return False
+        return getattr(self, f"_in_{self._state}")(line)
+
+    def finish(self) -> None:
+        """Emit a traceback cut off by the end of the log."""
+        if self._state != "idle":
+            self._close()
+
+    # ---- states -----------------------------------------------------------------------------
+    def _begin(self, line: str) -> None:
+        if self._tb is None:
+            self._tb = PyTraceback()
+        self._indent = len(line) - len(line.lstrip())
+        self._frames, self._state, self._stray = [], "frames", 0
+
+    def _in_frames(self, line: str) -> bool:
+        text = line.strip()
+        m = _FRAME.match(text)
+        if m:
+            if len(self._frames) < MAX_FRAMES:
+                self._frames.append(Frame(m.group("path"), int(m.group("line")), (m.group("func") or "").strip()))
+            return True
+        indent = len(line) - len(line.lstrip())
+        if text and indent > self._indent and not _EXC.match(text):
+            if self._frames and not self._frames[-1].code and not set(text) <= set("^~ "):
+                self._frames[-1].code = text
+            return True
+        m = _EXC.match(text)
+        if m and indent <= self._indent + 1:
+            self._tb.chain.append(PyException(m.group("type"), (m.group("msg") or "").strip(), self._frames))
+            self._state = "message"
+            return True
+        self._stray += 1
+        if self._stray > MAX_STRAY_LINES:  # interleaved output never reached the exception line
+            self._close()
+            return False
+        return True
+
+    def _in_message(self, line: str) -> bool:
+        text = line.strip()
+        if any(text.startswith(marker) for marker in _CHAIN):
+            self._state = "between"
+            return True
+        indent = len(line) - len(line.lstrip())
+        exc = self._tb.chain[-1]
+        if text and (indent > self._indent or line.startswith("\t")) and not _FRAME.match(text):
+            if exc.message.count("\n") < MAX_MESSAGE_LINES:
+                exc.message += "\n" + text
+            return True
+        self._close()
+        return False
+
+    def _in_between(self, line: str) -> bool:
+        if not line.strip():
+            return True
+        self._close()
+        return False
+
+    def _chained_start(self) -> bool:
+        return self._state == "between"
+
+    # ---- output --------------------------------------------------------------------------
+    def _close(self) -> None:
+        tb, self._tb, self._state = self._tb, None, "idle"
+        if tb is not None and tb.chain:
+            self.emit(tb)
