@@ -5,6 +5,7 @@ from agent.cli.app import app
 from agent.cli import image  # noqa: E402,F401
 from agent.cli import weights  # noqa: E402,F401
 from agent.cli import port  # noqa: E402,F401
+from agent.cli import diagnose  # noqa: E402,F401
 
 
 def main() -> None:
