@@ -1,11 +1,16 @@
 """`rocport image build|list`: the local ROCm build images."""
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
+
 import typer
 from rich.console import Console
+from rich.table import Table
 
 from agent.cli.app import app, fail
 from sandboxes.images import DEFAULT_RECIPE, RECIPES, ImageBuildError, build_image, get_recipe
+from sandboxes.images.listing import list_images
 
 image_app = typer.Typer(help="Build and list ROCm build images.", no_args_is_help=True)
 app.add_typer(image_app, name="image")
@@ -38,3 +43,22 @@ def build(
     typer.echo(f"built {built.tag} in {built.duration_s:.0f}s: {facts.get('clang_version', '?')}, "
                f"HIP {facts.get('hip_version', '?')}, --offload-arch {facts.get('offload_archs', '?')}"
                f" (hipcub headers: {facts.get('hipcub_archs') or 'none'})")
+
+
+@image_app.command("list")
+def list_(as_json: bool = typer.Option(False, "--json", help="Print the images as JSON.")) -> None:
+    """Local rocport build images and the official ROCm images (sglang, vLLM, rocm/dev-ubuntu)."""
+    rows = list_images()
+    if as_json:
+        typer.echo(json.dumps([asdict(r) for r in rows], indent=2))
+        return
+    table = Table(title="ROCm images")
+    table.add_column("image", no_wrap=True)
+    for column in ("kind", "ROCm", "--offload-arch", "here", "note"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(row.image, row.kind, row.rocm, ", ".join(row.targets),
+                      "[green]yes[/green]" if row.present else "pull", row.note)
+    if not any(r.kind == "local build" for r in rows):
+        table.caption = "no local build image: run `rocport image build`"
+    Console(width=max(Console().width, 140)).print(table)
