@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 
 class JobError(ValueError):
@@ -40,6 +40,12 @@ class ModelSpec(_Section):
     """Checkpoint directory: config.json + safetensors (or an index). None skips load/serve/bench."""
     name: str | None = None
     """Served model name; defaults to the directory name."""
+
+    @field_validator("path")
+    @classmethod
+    def _absolute(cls, value: str | None) -> str | None:
+        # the sandbox mounts the checkpoint at the same absolute path it has here
+        return str(Path(value).expanduser().resolve()) if value else value
 
 
 class TargetSpec(_Section):

@@ -1,6 +1,7 @@
 """Start, resume and answer a port run: the driver behind `rocport port` (no printing here)."""
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -110,10 +111,9 @@ def _drive(job: PortJob, profile: Profile, rundir: RunDir, store: RunStore, obse
     reason = out.get("stop_reason") or status
     if status == "running":
         status = "partial"
-    report = rundir.path / "report.json"
-    if report.is_file():
-        import json
-        reason = json.loads(report.read_text()).get("reason", reason)
+    saved = rundir.path / "state.json"
+    if saved.is_file():
+        reason = json.loads(saved.read_text()).get("stop_reason") or reason
     store.update(rundir.run_id, status=status, reason=reason, counters=out.get("counters", {}))
     return PortResult(rundir.run_id, status, reason, out.get("report_path", ""), out.get("counters", {}),
                       events=observer.events)

@@ -67,8 +67,10 @@ class RunEnv:
                 from sandboxes.docker import DockerSandbox
                 # the server must be reachable from the host for health checks and the benchmark
                 network = self.job.sandbox.network or bool(self.job.model.path)
+                model = self.job.model.path
+                mounts = [f"{Path(model).resolve()}:{Path(model).resolve()}:ro"] if model else []
                 self._sandbox = DockerSandbox(self.image(), workdir, network=network, env=env,
-                                              logdir=self.rundir.logs)
+                                              logdir=self.rundir.logs, mounts=mounts)
         return self._sandbox
 
     def profile_env(self) -> dict[str, str]:

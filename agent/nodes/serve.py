@@ -7,19 +7,13 @@ to propose; its fix is rechecked with the cheap load check before the next launc
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 from agent.nodes.budget import budget_stop, stalled
 from agent.nodes.env import RunEnv
 from agent.nodes.load_check import _diagnosed
 from agent.state import PortState, signatures
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from sandboxes.health import wait_ready
 
 
 def model_name(env: RunEnv) -> str:
@@ -34,38 +28,40 @@ def _not_run(state: PortState, env: RunEnv, why: str, what: str) -> dict:
     return {"stages": stages, "failures": [], "failure_stage": "serve"}
 
 
-def launch_command(env: RunEnv, port: int) -> str:
-    spec = env.job.serve
-    return env.profile.launch.command.format(model_path=env.job.model.path, port=port, tp=spec.tp, dp=spec.dp,
-                                             host="127.0.0.1")
-
-
 def serve(state: PortState, env: RunEnv) -> dict:
     """Launch the server once, wait for health, send one smoke completion; keep it up for bench."""
+    from tools.serve import free_port, launch_command, smoke_completion
+
     if not env.job.model.path:
         return _not_run(state, env, "skipped", "no model configured (model.path)")
-    port = env.job.serve.port or free_port()
-    cmd = launch_command(env, port)
+    spec, launch = env.job.serve, env.profile.launch
+    port = spec.port or free_port()
+    cmd = launch_command(launch.command, model_path=env.job.model.path, port=port, tp=spec.tp, dp=spec.dp)
     if env.profile.serve_needs_gpu and not env.gpu:
         return _not_run(state, env, "not run: no GPU", cmd)
-    from tools.serve import launch_server  # engineer W: launch, health wait, smoke, stop
-
     counters = dict(state.counters)
     counters["launches"] += 1
-    stages = dict(state.stages)
     env.observer.emit("serve_started", cmd=cmd, port=port, counters=counters)
-    outcome = launch_server(env.sandbox(), env.profile, cmd, port=port, model=model_name(env))
-    log = env.rundir.log_text(f"serve-{counters['launches']}", outcome.log)
-    if outcome.ok:
-        env.server = outcome.server
-        stages["serve"] = {"status": "passed", "detail": f"{outcome.detail}; log {log}", "port": port,
-                           "smoke": outcome.smoke}
-        env.observer.emit("stage", stage="serve", status="passed", detail=outcome.detail, counters=counters)
+    service = env.sandbox().start(cmd, name=f"server-{counters['launches']}", env=env.profile_env())
+    problem = wait_ready(port, health_path=launch.health_path, timeout=launch.ready_timeout_s, alive=service.alive)
+    smoke = ""
+    if problem is None:
+        ok, smoke = smoke_completion("127.0.0.1", port, model_name(env), launch.smoke_prompt)
+        problem = None if ok else smoke
+    stages = dict(state.stages)
+    if problem is None:
+        env.server = service
+        stages["serve"] = {"status": "passed", "port": port, "smoke": smoke,
+                           "detail": f"ready and answered the smoke completion ({cmd})"}
+        env.observer.emit("stage", stage="serve", status="passed", detail=stages["serve"]["detail"],
+                          counters=counters)
         return {"stages": stages, "counters": counters, "failures": [], "failure_stage": "serve"}
-    failures = _diagnosed(outcome.log, state, "server")
+    service.stop()
+    log = env.rundir.log_text(f"serve-{counters['launches']}", f"$ {cmd}\n" + service.logs())
+    failures = _diagnosed(service.logs(), state, "server")
     history = [*state.history, signatures(failures)]
-    stages["serve"] = {"status": "failed", "detail": f"{outcome.detail}; log {log}"}
-    env.observer.emit("stage", stage="serve", status="failed", detail=outcome.detail, counters=counters)
+    stages["serve"] = {"status": "failed", "detail": f"{problem}; log {log}"}
+    env.observer.emit("stage", stage="serve", status="failed", detail=problem, counters=counters)
     env.observer.emit("diagnosed", stage="serve", count=len(failures), kinds=sorted({f["kind"] for f in failures}),
                       signatures=history[-1])
     reason = stalled(history) or budget_stop(state, env, "propose") or budget_stop(
@@ -88,11 +84,20 @@ def bench(state: PortState, env: RunEnv) -> dict:
     if env.server is None or not env.server.alive():
         stages["bench"] = {"status": "not run: the server is not running in this process (resumed run?)"}
         return {"stages": stages}
-    from tools.bench import run_for_port  # engineer B: workload -> validated result dict
+    from tools.bench import BenchConfig, Workload, preset, run_bench
 
-    port = state.stages["serve"]["port"]
-    result = run_for_port(f"http://127.0.0.1:{port}", model_name(env), env.job.bench.model_dump(),
-                          vocab_size=_vocab_size(env))
+    spec = env.job.bench
+    if spec.preset:
+        workload = preset(spec.preset)
+    else:
+        workload = Workload(isl=spec.isl, osl=spec.osl, num_prompts=spec.num_prompts,
+                            prefix_hit=spec.cache_hit_rate or 0.0, vocab_size=_vocab_size(env) or 32000).validate()
+    cfg = BenchConfig(base_url=f"http://127.0.0.1:{state.stages['serve']['port']}", model=model_name(env),
+                      workload=workload, max_concurrency=spec.max_concurrency)
+    result = run_bench(cfg).to_json()
+    result["command"] = (f"rocport bench --base-url {cfg.base_url} --model {cfg.model} --isl {workload.isl} "
+                         f"--osl {workload.osl} --num-prompts {workload.num_prompts} "
+                         f"--max-concurrency {spec.max_concurrency}")
     path = env.rundir.path / "bench.json"
     path.write_text(json.dumps(result, indent=2, default=str))
     valid = result.get("valid", True)
