@@ -103,12 +103,12 @@ class PRRequest:
 
 
 def pr_request(pr: PullRequest, *, slug: str, base_branch: str, api_url: str | None = None,
-               head_owner: str | None = None, draft: bool = False) -> PRRequest:
-    """GitHub or GitHub Enterprise (api_url like https://ghe.example.com/api/v3)."""
+               head_owner: str | None = None, draft: bool = False, dry_run: bool = False) -> PRRequest:
+    """GitHub or GitHub Enterprise (api_url like https://ghe.example.com/api/v3); a dry run needs no token."""
     if slug.count("/") != 1:
         raise PRError(f"--repo {slug!r} must be OWNER/NAME")
     token = os.environ.get("GITHUB_TOKEN", "")
-    if not token:
+    if not token and not dry_run:
         raise PRError("GITHUB_TOKEN is not set: export a token with pull-request write access")
     api = (api_url or os.environ.get("GITHUB_API_URL") or GITHUB_API).rstrip("/")
     head = f"{head_owner}:{pr.branch}" if head_owner else pr.branch

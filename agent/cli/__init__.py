@@ -7,6 +7,7 @@ from agent.cli import doctor  # noqa: E402,F401
 from agent.cli import weights  # noqa: E402,F401
 from agent.cli import port  # noqa: E402,F401
 from agent.cli import diagnose  # noqa: E402,F401
+from agent.cli import pr  # noqa: E402,F401
 
 
 def main() -> None:

@@ -1,0 +1,76 @@
+"""`rocport report` and `rocport pr`: what a run produced, for people and for upstream."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from agent.cli.app import app, fail
+
+
+def _run_view(run_id: str):
+    from agent.rundir import RunDir
+    from tools.report import ReportError, RunView
+
+    try:
+        path = RunDir(run_id).path
+    except ValueError as exc:
+        raise fail(str(exc)) from exc
+    if not path.is_dir():
+        raise fail(f"no run {run_id!r} under {path.parent}: `rocport runs` lists the runs")
+    try:
+        return RunView.load(path)
+    except ReportError as exc:
+        raise fail(str(exc)) from exc
+
+
+@app.command()
+def report(
+    run_id: str = typer.Argument(..., help="A run id from `rocport runs`."),
+    html: bool = typer.Option(False, "--html", help="Also write report.html (a static page with plots)."),
+    show: bool = typer.Option(False, "--show", help="Print the markdown report."),
+) -> None:
+    """Write a run's report (markdown, and HTML with --html) into its run directory."""
+    from tools.report import render_markdown
+    from tools.report_html import render_html
+
+    view = _run_view(run_id)
+    md = render_markdown(view)
+    (view.path / "report.md").write_text(md)
+    typer.echo(md if show else f"wrote {view.path / 'report.md'}")
+    if html:
+        (view.path / "report.html").write_text(render_html(view))
+        typer.echo(f"wrote {view.path / 'report.html'}")
+
+
+@app.command()
+def pr(
+    run_id: str = typer.Argument(..., help="A run id from `rocport runs`."),
+    author: str = typer.Option(None, help="Commit author, 'Name <email>' (default: git config)."),
+    push_to: str = typer.Option(None, "--push", metavar="REMOTE", help="Push the PR branch to this remote."),
+    open_pr: bool = typer.Option(False, "--open", help="Create the pull request through the GitHub REST API."),
+    repo: str = typer.Option(None, help="OWNER/NAME of the upstream repository (with --open)."),
+    base: str = typer.Option("main", help="Branch the pull request targets."),
+    head_owner: str = typer.Option(None, help="Owner of the fork holding the branch, if not the upstream."),
+    api_url: str = typer.Option(None, help="GitHub API base URL (GitHub Enterprise: https://HOST/api/v3)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="With --open: print the request instead of sending it."),
+) -> None:
+    """Turn a run's kept patches into a PR branch, a patch series and a PR description."""
+    from tools.pr import PRError, build_pr, open_pr as send, pr_request, push
+
+    view = _run_view(run_id)
+    try:
+        result = build_pr(view, author=author)
+        typer.echo(f"branch {result.branch}: {len(result.commits)} commit(s) on {result.base_commit[:12]}")
+        typer.echo(f"patch series: {Path(result.patches[0]).parent}  ({len(result.patches)} files)")
+        typer.echo(f"description: {result.description}")
+        if push_to:
+            typer.echo(push(view, result, push_to))
+        if open_pr:
+            if not repo:
+                raise fail("--open needs --repo OWNER/NAME")
+            req = pr_request(result, slug=repo, base_branch=base, api_url=api_url, head_owner=head_owner,
+                             dry_run=dry_run)
+            typer.echo(req.redacted() if dry_run else f"opened {send(req)}")
+    except PRError as exc:
+        raise fail(str(exc)) from exc
