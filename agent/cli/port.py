@@ -99,4 +99,7 @@ def runs(limit: int = typer.Option(20, help="How many recent runs to list.")) ->
         table.add_row(r.run_id, r.framework, r.status, r.phase or "", str(r.counters.get("builds", "")),
                       str(r.counters.get("launches", "")), time.strftime("%H:%M:%S", time.localtime(r.updated)),
                       (r.reason or "")[:70])
-    Console().print(table)
+    console = Console()
+    if not console.is_terminal:  # piped: never squeeze run ids, they are what --resume takes
+        console = Console(width=200)
+    console.print(table)

@@ -60,6 +60,8 @@ launch:
 
 FILES = {"csrc/warp_reduce.cu": WARP_REDUCE, "csrc/scale.cu": SCALE, "build.sh": BUILD_SH,
          ".gitignore": "build/\n"}
+HEADER_FAULTS = {k: v for k, v in FILES.items() if k != "csrc/warp_reduce.cu"}
+"""Only the header fault: one wave, one rebuild (for the budget and kill -9 tests)."""
 
 
 def make_job(tmp_path: Path, repo: Path, *extra: str) -> list[str]:
