@@ -10,6 +10,8 @@ from rich.table import Table
 
 from agent.cli.app import app, fail
 from sandboxes.images import DEFAULT_RECIPE, RECIPES, ImageBuildError, build_image, get_recipe
+from sandboxes.base import SandboxError
+from sandboxes.images.check import LIBRARY, compile_sample
 from sandboxes.images.listing import list_images
 
 image_app = typer.Typer(help="Build and list ROCm build images.", no_args_is_help=True)
@@ -62,3 +64,23 @@ def list_(as_json: bool = typer.Option(False, "--json", help="Print the images a
     if not any(r.kind == "local build" for r in rows):
         table.caption = "no local build image: run `rocport image build`"
     Console(width=max(Console().width, 140)).print(table)
+
+
+@image_app.command("check")
+def check(
+    image: str = typer.Argument(RECIPES[DEFAULT_RECIPE].tag, help="Image to check."),
+    arch: list[str] = typer.Option(None, "--arch", help="Target(s); default: those the image records."),
+) -> None:
+    """Compile rocport's sample HIP kernel into a shared library inside IMAGE (no network)."""
+    try:
+        outcome = compile_sample(image, arch or None)
+    except SandboxError as exc:
+        raise fail(str(exc)) from None
+    if not outcome.ok:
+        typer.echo(outcome.result.output.rstrip(), err=True)
+        missing = sorted(set(outcome.archs) - set(outcome.embedded_archs))
+        raise fail(f"in-container compile in {image} failed (exit {outcome.result.returncode}"
+                   f"{', no code object for ' + ', '.join(missing) if outcome.result.ok else ''})", code=1)
+    typer.echo(f"in-container ROCm compile OK: {image} built {LIBRARY} ({outcome.library_bytes} bytes) "
+               f"with code objects for {', '.join(outcome.embedded_archs)} "
+               f"in {outcome.result.duration_s:.1f}s")

@@ -78,3 +78,17 @@ def test_a_package_the_archive_lacks_fails_the_build_naming_it(docker_daemon, tm
     assert "rocport-no-such-package" in message and "\n" not in message
     assert subprocess.run(["docker", "image", "inspect", "rocport/rocm-build:broken-test"],
                           capture_output=True, check=False).returncode != 0
+
+
+def test_image_check_compiles_the_sample_for_every_recorded_target(rocm_image):
+    result = CliRunner().invoke(app, ["image", "check", rocm_image])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(f"in-container ROCm compile OK: {rocm_image} built libvector_add.so")
+    assert "gfx942" in result.stdout and "gfx950" in result.stdout
+
+
+def test_image_check_for_a_target_the_compiler_lacks_shows_clangs_error(rocm_image):
+    result = CliRunner().invoke(app, ["image", "check", rocm_image, "--arch", "gfx1234"])
+    assert result.exit_code == 1
+    assert "invalid target ID 'gfx1234'" in result.output
+    assert f"rocport: error: in-container compile in {rocm_image} failed" in result.output
