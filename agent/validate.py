@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import shlex
 import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -95,10 +96,17 @@ class Validator:
             return out
         for rel in files:
             if rel.endswith(C_FILES) and (self.root / rel).is_file():
-                res = self.tools.cuda.run(_fmt(self.tools.cuda_preprocess, self.root, rel, self.tools.arch),
-                                          timeout=self.tools.timeout)
-                out[rel] = cuda_tokens(res.stdout) if res.ok else f"nvcc -E failed: {_first_error(res.output)}"
+                out[rel] = self._tokens(rel)
         return out
+
+    def _tokens(self, rel: str) -> list[str] | str:
+        # -E output is megabytes: sandboxes cap captured output, so it goes through a host file.
+        with tempfile.NamedTemporaryFile(prefix="rocport-pp-", suffix=".i") as tmp:
+            cmd = _fmt(self.tools.cuda_preprocess, self.root, rel, self.tools.arch)
+            res = self.tools.cuda.run(f"{cmd} > {tmp.name}", timeout=self.tools.timeout)
+            if not res.ok:
+                return f"nvcc -E failed: {_first_error(res.output)}"
+            return cuda_tokens(Path(tmp.name).read_text(encoding="utf-8", errors="replace"))
 
     def _identity(self, before: dict, after: dict) -> list[CheckResult]:
         checks = []

@@ -1,0 +1,64 @@
+"""cub and cuda_std rules: hipcub alias and std traits under USE_ROCM, proven with real compilers."""
+from __future__ import annotations
+
+from agent.rules import Workspace, propose_for
+from tests.agent.rules.helpers import declines, failure, host_toolchains, image_toolchains, propose, validate
+
+CUB = """#include <cub/cub.cuh>
+
+__global__ void block_sum(const float* in, float* out) {
+  using Reduce = cub::BlockReduce<float, 128>;
+  __shared__ typename Reduce::TempStorage tmp;
+  float s = Reduce(tmp).Sum(in[threadIdx.x]);
+  if (threadIdx.x == 0) *out = s;
+}
+"""
+STD = """#include <cuda/std/type_traits>
+#include <cuda/std/limits>
+
+template <typename T>
+__global__ void fill(T* x) {
+  if constexpr (cuda::std::is_floating_point_v<T>) x[threadIdx.x] = cuda::std::numeric_limits<T>::max();
+}
+template __global__ void fill<float>(float*);
+"""
+
+
+def _again(root, fail):
+    return propose_for(fail, Workspace(root=root)).proposals
+
+
+def test_cub_gets_hipcub_and_alias_and_builds_for_gfx942(git_repo, rocm_image, nvcc):
+    root = git_repo({"csrc/reduce.cu": CUB})
+    fail = failure("cub", "csrc/reduce.cu", "cub/cub.cuh")
+    prop = propose(root, fail)
+    assert "+#include <hipcub/hipcub.hpp>\n+namespace cub = hipcub;\n+#else\n #include <cub/cub.cuh>" in prop.diff
+    outcome = validate(root, image_toolchains(root, rocm_image, "gfx942"), prop, fail)
+    assert outcome.kept, outcome.reason
+    assert [c.detail for c in outcome.checks if c.name.startswith("hipcc")] == ["compiles"]
+    assert not _again(root, fail)
+
+
+def test_cuda_std_traits_map_to_std_on_host_hipcc_and_nvcc(git_repo, hipcc, nvcc):
+    root = git_repo({"csrc/fill.cu": STD})
+    fail = failure("cuda_std", "csrc/fill.cu", "cuda/std/type_traits")
+    prop = propose(root, fail, "gfx90a")
+    assert prop.diff.count("namespace cuda { namespace std = ::std; }") == 1
+    outcome = validate(root, host_toolchains(root), prop, fail)
+    assert outcome.kept, outcome.reason
+    assert all(c.ok for c in outcome.checks) and len(outcome.checks) == 3
+    assert not _again(root, fail)
+
+
+def test_cuda_std_traits_build_for_gfx950_in_image(git_repo, rocm_image):
+    root = git_repo({"csrc/fill.cu": STD})
+    fail = failure("cuda_std", "csrc/fill.cu", "cuda/std/type_traits")
+    outcome = validate(root, image_toolchains(root, rocm_image, "gfx950"), propose(root, fail), fail)
+    assert outcome.kept, outcome.reason
+
+
+def test_declines_atomics_and_renamed_operators(git_repo):
+    root = git_repo({"a.cu": "#include <cuda/atomic>\n#include <cub/cub.cuh>\n"})
+    assert "libhipcxx" in declines(root, failure("cuda_std", "a.cu", "cuda/atomic"))[0]
+    renamed = failure("cub", "a.cu", "Max", message="error: no member named 'Max' in namespace 'cub'")
+    assert "cuda::maximum" in declines(root, renamed)[0]
