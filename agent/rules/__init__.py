@@ -6,6 +6,8 @@ from agent.rules.base import (Decline, Fixer, RuleResult, Workspace, all_fixers,
 # Fixer modules, one line each; importing one registers its fixer (order = proposal order).
 from agent.rules import headers  # noqa: F401
 from agent.rules import cub  # noqa: F401
+from agent.rules import weight_names  # noqa: F401
+from agent.rules import quant_exclusion  # noqa: F401
 
 __all__ = ["Decline", "Fixer", "RuleResult", "Workspace", "all_fixers", "file_diff", "fixers_for",
            "make_proposal", "propose_for", "register"]

@@ -7,6 +7,7 @@ name: continue`) and, once remapped by rocport, rewrites names through a module-
 from __future__ import annotations
 
 import ast
+import textwrap
 from dataclasses import dataclass, field
 
 from tools.weights.remap import PrefixRule, order_rules
@@ -20,8 +21,8 @@ class LoaderSite:
     """Where and how one class's load_weights reads checkpoint names."""
 
     class_name: str
-    class_line: int
-    """1-based line of the `class` statement (decorators excluded)."""
+    class_start: int
+    """1-based first line of the class (its first decorator, else the `class` line)."""
     loop_line: int
     """1-based line of `for name, ... in weights:`."""
     body_line: int
@@ -95,7 +96,8 @@ def find_loader_sites(source: str) -> list[LoaderSite]:
             loop, var = found
             first = loop.body[0]
             indent = lines[first.lineno - 1][: first.col_offset]
-            sites.append(LoaderSite(cls.name, cls.lineno, loop.lineno, first.lineno, indent, var,
+            start = min([d.lineno for d in cls.decorator_list] + [cls.lineno])
+            sites.append(LoaderSite(cls.name, start, loop.lineno, first.lineno, indent, var,
                                     _mappings_in(func), _skips_in(loop, var)))
     return sites
 
@@ -114,7 +116,9 @@ def remap_block(rules: list[PrefixRule], layout: str, table: str = REMAP_TABLE,
     """Module-level source for the remap table and the function that applies it."""
     rows = "".join(f'    ("{r.checkpoint + "." if r.checkpoint else ""}", '
                    f'"{r.framework + "." if r.framework else ""}"),\n' for r in rules)
-    return (f"# Checkpoint layout: {layout}\n"
+    comment = "\n".join(textwrap.wrap(f"Checkpoint layout: {layout}", width=100, initial_indent="# ",
+                                       subsequent_indent="#   "))
+    return (f"{comment}\n"
             f"# Ordered (checkpoint_prefix, framework_prefix) pairs, most specific first; written by rocport.\n"
             f"{table} = (\n{rows})\n\n\n"
             f"def {function}(name):\n"

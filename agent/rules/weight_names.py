@@ -1,0 +1,248 @@
+"""weight_name: a prefix remap table in the model's `load_weights`, derived from the two name sets.
+
+The checkpoint's tensor names (safetensors index, no tensor data) and the framework's expected
+parameter names give the smallest consistent prefix remap (tools.weights.remap); it goes into the
+model file as a module-level table plus one line at the top of the `for name, loaded_weight in
+weights:` loop. Validation replays the patched table over the checkpoint index.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import re
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent.rules.base import Decline, Workspace, make_proposal, register
+from sandboxes.local import LocalSandbox
+from tools.records import CheckResult, Failure, Proposal
+from tools.weights import (
+    Checkpoint,
+    CheckpointError,
+    PrefixRule,
+    RemapError,
+    check_rules,
+    derive_remap,
+    load_checkpoint,
+    parse_expected,
+)
+from tools.weights.loader_source import (
+    REMAP_FUNCTION,
+    REMAP_TABLE,
+    LoaderSite,
+    find_loader_sites,
+    read_remap_table,
+    remap_block,
+)
+
+FAMILY = "weight_names"
+HOOK_TIMEOUT_S = 600
+_FRAME = re.compile(r'File "(?P<path>[^"]+\.py)", line \d+')
+
+
+@dataclass
+class LoaderFile:
+    """The model file whose load_weights reads the failing names."""
+
+    rel: str
+    text: str
+    site: LoaderSite
+
+
+def read_checkpoint(ws: Workspace) -> Checkpoint:
+    """The workspace checkpoint's names (index only) and config.json; Decline when absent or corrupt."""
+    if ws.checkpoint is None:
+        raise Decline("no checkpoint in the workspace: weight-name remaps are derived from its tensor names")
+    try:
+        return load_checkpoint(ws.checkpoint, shapes=False)
+    except CheckpointError as exc:
+        raise Decline(str(exc), environment=True) from exc
+
+
+def expected_params_for(ws: Workspace) -> dict[str, dict]:
+    """Workspace.expected_params, else the output of the profile's expected_params hook."""
+    if ws.expected_params:
+        return ws.expected_params
+    hook = ws.profile.expected_params if ws.profile else None
+    if not hook or ws.checkpoint is None:
+        raise Decline("no expected parameter names: set Workspace.expected_params or the profile's "
+                      "expected_params hook")
+    with LocalSandbox(ws.root) as sandbox:
+        result = sandbox.run(hook.format(model_path=ws.checkpoint), timeout=HOOK_TIMEOUT_S)
+    if not result.ok:
+        last = (result.output.strip().splitlines() or ["no output"])[-1]
+        raise Decline(f"the expected_params hook failed ({result.returncode}): {last}")
+    try:
+        return parse_expected(json.loads(result.stdout), "the expected_params hook")
+    except (json.JSONDecodeError, CheckpointError) as exc:
+        raise Decline(f"the expected_params hook printed no usable JSON: {exc}") from exc
+
+
+def _candidate_files(failure: Failure, ws: Workspace) -> list[str]:
+    """Repo-relative .py files: the failure's file, its traceback frames (innermost first), the profile's loaders."""
+    seen: list[str] = []
+    raw = [failure.file or ""] + [m.group("path") for m in _FRAME.finditer(failure.excerpt or "")][::-1]
+    for path in raw:
+        if not path.endswith(".py"):
+            continue
+        p = Path(path)
+        if p.is_absolute():
+            try:
+                p = p.resolve().relative_to(ws.root)
+            except ValueError:
+                continue
+        if (ws.root / p).is_file() and str(p) not in seen:
+            seen.append(str(p))
+    for pattern in ws.profile.model_loaders if ws.profile else []:
+        for p in sorted(ws.root.glob(pattern)):
+            rel = str(p.relative_to(ws.root))
+            if rel not in seen:
+                seen.append(rel)
+    return seen
+
+
+def find_loader(failure: Failure, ws: Workspace, ckpt: Checkpoint) -> LoaderFile:
+    """The load_weights site: the traceback's file first, else the class named in config.json architectures."""
+    archs = [a for a in ckpt.config.get("architectures") or [] if isinstance(a, str)]
+    found: list[LoaderFile] = []
+    for rel in _candidate_files(failure, ws):
+        text = ws.read(rel) or ""
+        try:
+            sites = find_loader_sites(text)
+        except SyntaxError:
+            continue
+        found += [LoaderFile(rel, text, s) for s in sites]
+    by_arch = [f for f in found if f.site.class_name in archs]
+    if by_arch:
+        return by_arch[0]
+    if found and (failure.file == found[0].rel or len({f.rel for f in found}) == 1):
+        return found[0]
+    raise Decline("cannot find the model's load_weights (`for name, ... in weights:`): no traceback frame "
+                  f"and no class named {archs or 'in config.json architectures'} in the profile's model_loaders")
+
+
+def describe_layout(rules: list[PrefixRule], num_hidden_layers: int | None) -> str:
+    """One comment line naming the checkpoint layout the table translates."""
+    mtp = f"model.layers.{num_hidden_layers}"
+    if num_hidden_layers is not None and any(r.checkpoint.startswith(mtp) for r in rules):
+        targets = sorted({r.framework for r in rules if r.checkpoint.startswith(mtp)})
+        return (f"the MTP/nextn head is stored as decoder layer {num_hidden_layers} ({mtp}.*, "
+                f"num_hidden_layers, as GLM/DeepSeek checkpoints do); registered as {', '.join(targets)}.")
+    return "checkpoint prefixes " + ", ".join(r.checkpoint or "<root>" for r in rules) + \
+        " differ from the registered parameter names."
+
+
+def _replace_table(text: str, block: str) -> str:
+    """Swap an existing table (and its comment lines) for the new block's table."""
+    lines = text.splitlines(keepends=True)
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == REMAP_TABLE for t in node.targets):
+            start = node.lineno - 1
+            while start > 0 and lines[start - 1].startswith(("# Checkpoint layout:", "#   ",
+                                                             "# Ordered (checkpoint_prefix")):
+                start -= 1
+            table = block.split("\n\n\n")[0] + "\n"
+            return "".join(lines[:start]) + table + "".join(lines[node.end_lineno:])
+    return text
+
+
+def with_remap(text: str, site: LoaderSite, rules: list[PrefixRule], layout: str) -> str:
+    """The model source with the remap table and the loop's rename line (each added once)."""
+    lines = text.splitlines(keepends=True)
+    call = f"{site.name_var} = {REMAP_FUNCTION}({site.name_var})"
+    if lines[site.body_line - 1].strip() != call:
+        lines.insert(site.body_line - 1, f"{site.body_indent}{call}\n")
+    text = "".join(lines)
+    block = remap_block(rules, layout)
+    if read_remap_table(text) is not None:
+        return _replace_table(text, block)
+    lines = text.splitlines(keepends=True)
+    return "".join(lines[:site.class_start - 1]) + block + "\n\n" + "".join(lines[site.class_start - 1:])
+
+
+def plan_rules(ws: Workspace, loader: LoaderFile, names: list[str], expected: dict) -> list[PrefixRule] | None:
+    """The rules to write, or None when the file's existing table already loads every tensor."""
+    site = loader.site
+    existing = read_remap_table(loader.text)
+    call_present = f"{site.name_var} = {REMAP_FUNCTION}({site.name_var})" in loader.text
+    if existing is not None and call_present and not check_rules(existing, names, expected, site.mappings, site.skip):
+        return None
+    try:
+        remap = derive_remap(names, expected, site.mappings, site.skip)
+    except RemapError as exc:
+        raise Decline(f"{loader.rel}: {exc}") from exc
+    if not remap.rules:
+        raise Decline("checkpoint names already match the expected params through the loader's stacked "
+                      "mapping: the failure is not a name mismatch")
+    return remap.rules
+
+
+class WeightNameFixer:
+    """Remap checkpoint name prefixes to registered parameter names in load_weights."""
+
+    family = FAMILY
+    kinds = ("weight_name",)
+
+    def propose(self, failure: Failure, ws: Workspace) -> Proposal | None:
+        if failure.kind not in self.kinds:
+            return None
+        ckpt = read_checkpoint(ws)
+        expected = expected_params_for(ws)
+        loader = find_loader(failure, ws, ckpt)
+        rules = plan_rules(ws, loader, ckpt.names, expected)
+        if rules is None:
+            return None
+        new = with_remap(loader.text, loader.site, rules, describe_layout(rules, ckpt.num_hidden_layers))
+        table = "; ".join(f"{r.checkpoint or '<root>'}.* -> {r.framework or '<root>'}.*" for r in rules)
+        stacked = ", ".join(f"{s}->{p}" for p, s in loader.site.mappings) or "none"
+        rationale = (f"{loader.rel}: {loader.site.class_name}.load_weights receives checkpoint names that are "
+                     f"not the registered parameter names. Smallest consistent prefix remap, most specific "
+                     f"first: {table}. Derived from the checkpoint index ({len(ckpt.names)} tensors) and the "
+                     f"{len(expected)} expected params, only from names unmatched on both sides; with the "
+                     f"loader's stacked mapping ({stacked}) every expected param is produced and no tensor "
+                     f"is dropped. The table is module-level with one rename line at the top of the loop.")
+        return make_proposal(failure, self.family, {loader.rel: (loader.text, new)}, rationale)
+
+
+def patched_sources(proposal: Proposal, ws: Workspace) -> dict[str, str]:
+    """The proposal's files after `git apply` on a scratch copy (the repo is not touched)."""
+    with tempfile.TemporaryDirectory(prefix="rocport-check-") as tmp:
+        for rel in proposal.files:
+            src, dst = ws.root / rel, Path(tmp, rel)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            if src.is_file():
+                dst.write_bytes(src.read_bytes())
+        done = subprocess.run(["git", "apply", "--unsafe-paths", "-"], cwd=tmp, input=proposal.diff,
+                              text=True, capture_output=True, check=False)
+        if done.returncode != 0:
+            raise ValueError(f"the diff does not apply: {done.stderr.strip().splitlines()[:1]}")
+        return {rel: Path(tmp, rel).read_text(encoding="utf-8") for rel in proposal.files}
+
+
+def check_remap(proposal: Proposal, ws: Workspace) -> CheckResult:
+    """Replay the patched remap table over the checkpoint index: every expected param produced, none dropped."""
+    start = time.monotonic()
+    try:
+        sources = patched_sources(proposal, ws)
+        ckpt, expected = read_checkpoint(ws), expected_params_for(ws)
+    except (ValueError, Decline) as exc:
+        return CheckResult("weight_remap", False, str(exc), duration_s=time.monotonic() - start)
+    for rel, text in sources.items():
+        rules = read_remap_table(text)
+        sites = find_loader_sites(text)
+        if rules is None or not sites:
+            continue
+        site = sites[0]
+        problems = check_rules(rules, ckpt.names, expected, site.mappings, site.skip)
+        ok = not problems
+        detail = (f"{rel}: {len(ckpt.names)} checkpoint tensors -> all {len(expected)} expected params"
+                  if ok else f"{rel}: " + "; ".join(problems))
+        return CheckResult("weight_remap", ok, detail, duration_s=time.monotonic() - start)
+    return CheckResult("weight_remap", False, "the patched files hold no remap table",
+                       duration_s=time.monotonic() - start)
+
+
+register(WeightNameFixer())

@@ -1,0 +1,108 @@
+"""weight_names: a real checkpoint, a real sglang-shaped model file, the patched load_weights executed."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agent.profiles import BuildSpec, LaunchSpec, Profile
+from agent.rules import Workspace, propose_for
+from agent.rules.weight_names import WeightNameFixer, check_remap
+from tests.agent.rules.weights_fixture import MODEL_REL, repo_files, run_load, write_checkpoint
+from tools.diagnose import diagnose_text
+from tools.patching import apply_diff
+from tools.records import Failure
+
+
+def _profile() -> Profile:
+    return Profile(name="tiny", build=BuildSpec(rocm="true"), launch=LaunchSpec(command="serve {port}"),
+                   expected_params="python3 expected_params.py {model_path}", model_loaders=["models/*.py"])
+
+
+def _load_failure(repo, ckpt) -> Failure:
+    """Run the real load and diagnose its traceback, as the agent does with a server log."""
+    done = run_load(repo, ckpt)
+    assert done.returncode != 0
+    failures = [f for f in diagnose_text(done.stderr, repo_root=repo, source="python") if f.kind == "weight_name"]
+    assert failures, done.stderr
+    return failures[0]
+
+
+@pytest.fixture
+def mtp_case(git_repo, tmp_path):
+    repo = git_repo(repo_files())
+    ckpt = tmp_path / "ckpt"
+    tensors = write_checkpoint(ckpt)
+    return repo, ckpt, tensors
+
+
+def test_mtp_shared_experts_remap_loads_every_param(mtp_case):
+    repo, ckpt, tensors = mtp_case
+    failure = _load_failure(repo, ckpt)
+    assert failure.symbol.startswith("model.layers.2.")
+    ws = Workspace(root=repo, profile=_profile(), checkpoint=ckpt)  # expected params from the profile hook
+    result = propose_for(failure, ws)
+    assert len(result.proposals) == 1, result.declines
+    proposal = result.proposals[0]
+    assert proposal.files == [MODEL_REL]
+    assert '("model.layers.2.mlp.shared_experts.", "model.mtp.mlp.shared_expert."),' in proposal.diff
+    assert '("model.layers.2.", "model.mtp."),' in proposal.diff
+    assert "+            name = _remap_checkpoint_name(name)" in proposal.diff
+    assert check_remap(proposal, ws).ok
+
+    apply_diff(repo, proposal.diff)
+    done = run_load(repo, ckpt)
+    assert done.returncode == 0, done.stderr
+    loaded = json.loads(done.stdout)
+    assert loaded["missing"] == []
+    # the MTP shared expert's down_proj holds the checkpoint's tensor, not zeros
+    want = float(tensors["model.layers.2.mlp.shared_experts.down_proj.weight"].sum())
+    assert loaded["checksum"]["model.mtp.mlp.shared_expert.down_proj.weight"] == pytest.approx(want, rel=1e-5)
+
+    assert WeightNameFixer().propose(failure, ws) is None  # idempotent: a second run proposes nothing
+
+
+def test_head_tensors_and_decoder_tensors_remapped_separately(git_repo, tmp_path):
+    # DeepSeek-style: the MTP decoder layer as model.decoder.*, head tensors (enorm, eh_proj...) at model.*
+    repo = git_repo(repo_files(decoder="model.decoder", head="model", shared="shared_experts"))
+    ckpt = tmp_path / "ckpt"
+    write_checkpoint(ckpt)
+    failure = _load_failure(repo, ckpt)
+    ws = Workspace(root=repo, profile=_profile(), checkpoint=ckpt)
+    proposal = WeightNameFixer().propose(failure, ws)
+    assert '("model.layers.2.", "model.decoder."),' in proposal.diff
+    for head in ("enorm", "hnorm", "eh_proj", "shared_head"):
+        assert f'("model.layers.2.{head}.", "model.{head}."),' in proposal.diff
+    apply_diff(repo, proposal.diff)
+    done = run_load(repo, ckpt)
+    assert done.returncode == 0 and json.loads(done.stdout)["missing"] == [], done.stderr
+
+
+def test_ambiguous_remap_declines_with_reason(git_repo, tmp_path):
+    # two head norms registered as norm_a/norm_b: enorm and hnorm fit either way
+    repo = git_repo(repo_files(head_norms=("norm_a", "norm_b")))
+    ckpt = tmp_path / "ckpt"
+    write_checkpoint(ckpt)
+    result = propose_for(_load_failure(repo, ckpt), Workspace(root=repo, profile=_profile(), checkpoint=ckpt))
+    assert result.proposals == []
+    assert any("ambiguous" in d and "enorm" in d for d in result.declines), result.declines
+
+
+def test_no_checkpoint_or_expected_params_declines(mtp_case):
+    repo, ckpt, _ = mtp_case
+    failure = Failure(kind="weight_name", message="KeyError", file=MODEL_REL,
+                      symbol="model.layers.2.mlp.shared_experts.down_proj.weight")
+    result = propose_for(failure, Workspace(root=repo))
+    assert result.proposals == [] and "no checkpoint" in result.declines[0]
+    result = propose_for(failure, Workspace(root=repo, checkpoint=ckpt))
+    assert "no expected parameter names" in result.declines[0]
+
+
+def test_check_rejects_a_remap_that_drops_tensors(mtp_case):
+    repo, ckpt, _ = mtp_case
+    failure = _load_failure(repo, ckpt)
+    ws = Workspace(root=repo, profile=_profile(), checkpoint=ckpt)
+    proposal = WeightNameFixer().propose(failure, ws)
+    proposal.diff = proposal.diff.replace('"model.mtp.mlp.shared_expert."', '"model.mtp.mlp.shared_experts."')
+    check = check_remap(proposal, ws)
+    assert not check.ok and "expected params not loaded" in check.detail
