@@ -87,18 +87,17 @@ class DockerSandbox:
         self.image = image
         self.network = network
         self.base_env = dict(env or {})
-        self._tmp = None if logdir else tempfile.TemporaryDirectory(prefix="rocport-docker-")
-        self.logdir = Path(logdir).resolve() if logdir else Path(self._tmp.name)
-        self.logdir.mkdir(parents=True, exist_ok=True)
         self.session = uuid.uuid4().hex[:12]
         self._services: list[DockerService] = []
         self.client = connect()
         try:
             self.client.images.get(image)
         except ImageNotFound:
-            self._cleanup_tmp()
             raise SandboxError(f"image {image} is not present locally: run `rocport image build` for the "
                                f"rocport/rocm-build images, or `docker pull {image}`") from None
+        self._tmp = None if logdir else tempfile.TemporaryDirectory(prefix="rocport-docker-")
+        self.logdir = Path(logdir).resolve() if logdir else Path(self._tmp.name)
+        self.logdir.mkdir(parents=True, exist_ok=True)
         self.container = self._create(path, mem_limit, cpus, pids_limit, mounts or [])
         self._exec = ExecRunner(self.client, self.container.id, self.logdir)
         _OPEN.add(self)
@@ -166,7 +165,10 @@ class DockerSandbox:
     def close(self) -> None:
         """Stop services and remove the container; safe to call twice."""
         for service in self._services:
-            service.stop(grace_s=5)
+            try:
+                service.stop(grace_s=5)
+            except SandboxError:
+                pass  # the container is already gone or dying; removing it below ends the service too
         self._services.clear()
         try:
             self.container.remove(force=True)
