@@ -152,11 +152,12 @@ def test_container_is_removed_on_close(rocm_image, repo):
     assert _containers_of(sb.session) == []
 
 
-def test_orphans_of_a_killed_process_are_cleaned(rocm_image, repo):
+def _killed_owner_session(image: str, repo: Path) -> str:
+    """A child process makes a sandbox and is killed -9; returns the session of its container."""
     child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import sys, time
         from sandboxes import DockerSandbox
-        sb = DockerSandbox({rocm_image!r}, {str(repo)!r})
+        sb = DockerSandbox({image!r}, {str(repo)!r})
         print(sb.session, flush=True)
         time.sleep(600)
     """)], stdout=subprocess.PIPE, text=True, cwd=REPO_ROOT)
@@ -165,8 +166,22 @@ def test_orphans_of_a_killed_process_are_cleaned(rocm_image, repo):
     child.send_signal(signal.SIGKILL)
     child.wait()
     assert len(_containers_of(session)) == 1  # kill -9 gave it no chance to clean up
+    return session
+
+
+def test_orphans_of_a_killed_process_are_cleaned(rocm_image, repo):
+    session = _killed_owner_session(rocm_image, repo)
     removed = cleanup_orphans()
     assert f"rocport-{session}" in removed
+    assert _containers_of(session) == []
+
+
+def test_the_next_rocport_command_cleans_orphans(rocm_image, repo):
+    session = _killed_owner_session(rocm_image, repo)
+    script = Path(sys.executable).parent / "rocport"
+    proc = subprocess.run([str(script), "image", "list", "--json"], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
     assert _containers_of(session) == []
 
 
