@@ -83,6 +83,8 @@ class CompileParser:
         if not text:
             self._context_left = 0
             return False
+        if self._context_left <= 0 and not self._chain and not self._expect_command and not P.RELEVANT.search(text):
+            return False
         for handler in (self._boundary, self._header, self._chain_line, self._note_like, self._context):
             if handler(text):
                 return True
@@ -99,6 +101,11 @@ class CompileParser:
             if P.COMPILER_CMD.search(text):
                 self._set_command(text)
                 return True
+        if P.NINJA_PROGRESS.match(text) or P.MAKE_PROGRESS.match(text):
+            self._flush()
+            if " -c " in f" {text} " and P.COMPILER_CMD.search(text):
+                self._set_command(text)
+            return True
         m = P.NINJA_FAILED.match(text)
         if m:
             self._flush()
@@ -125,12 +132,7 @@ class CompileParser:
                 self.wrappers.append(text)
             self._flush()
             return True
-        if P.NINJA_PROGRESS.match(text) or P.MAKE_PROGRESS.match(text):
-            self._flush()
-            if P.COMPILER_CMD.search(text) and " -c " in f" {text} ":
-                self._set_command(text)
-            return True
-        if P.COMPILER_CMD.search(text) and " -c " in f" {text} " and len(text) > 40:
+        if " -c " in f" {text} " and P.COMPILER_CMD.search(text) and " -c " in f" {text} " and len(text) > 40:
             self._flush()
             self._set_command(text)
             return True

@@ -59,6 +59,12 @@ WRAPPER = re.compile(
     r"|error: command '.*' failed with exit (?:code|status)|error: subprocess-exited-with-error"
     r"|ERROR: Failed building wheel|ERROR: Could not build wheels|Failed to build |make(?:\[\d+\])?: \*\*\* "
     r"|gmake(?:\[\d+\])?: \*\*\* |compilation terminated\.|error: legacy-install-failure"
-    r"|RuntimeError: Error compiling objects for extension|CMake Error: |\S+ failed with exit code)")
+    r"|RuntimeError: Error compiling objects for extension|CMake Error: |\S+ failed with exit code"
+    r"|failed to execute:)")
 
 GCC_SOURCE = re.compile(r"^\s*\d*\s+\|")
+
+# One cheap search that every line the parser could act on passes; the rest skip all patterns.
+RELEVANT = re.compile(r"error|ERROR|warning|note|remark|fatal|FAILED|[Ff]ailed|generated|detected|\*\*\*|ninja:|terminated"
+                      r"|Error|undefined|definition|included from|In \w|At global|required from|instantiat|\): here"
+                      r"|>>> | -c |^\[")

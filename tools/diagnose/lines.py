@@ -22,19 +22,20 @@ class DiagnoseError(Exception):
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
-_PREFIXES = [
+_PREFIXES = [  # (the characters such a prefix starts with, the prefix)
     # docker logs -t / GitHub Actions: 2024-05-01T12:00:00.123456789Z
-    re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)? "),
+    ("0123456789", re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)? ")),
     # BuildKit plain progress: "#12 34.56 "
-    re.compile(r"^#\d+ \d+\.\d+ "),
+    ("#", re.compile(r"^#\d+ \d+\.\d+ ")),
     # vLLM worker tag: "(EngineCore pid=29429) ", "(VllmWorkerProcess pid=87359) "
-    re.compile(r"^\([\w-]+ pid=\d+\) "),
+    ("(", re.compile(r"^\([\w -]+ pid=\d+\) ")),
     # vLLM logger: "ERROR 06-07 12:15:23 [core.py:1165] " and older "ERROR 12-05 20:24:46 engine.py:366] "
-    re.compile(r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w./-]+:\d+\](?: |$)"),
+    ("DIWEC", re.compile(r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
+                         r"\[?[\w./-]+:\d+\](?: |$)")),
     # torch distributed: "[rank0]: "
-    re.compile(r"^\[rank\d+\]: ?"),
+    ("[", re.compile(r"^\[rank\d+\]: ?")),
     # sglang: "[2025-03-20 00:44:38 TP3] ", "[2025-03-20 00:44:38] "
-    re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z]{2,4}\d+)*\] "),
+    ("[", re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z]{2,4}\d+)*\] ")),
 ]
 
 
@@ -45,12 +46,16 @@ def clean_line(raw: str) -> str:
         line = _ANSI.sub("", line)
     if "\r" in line:
         line = line.rstrip("\r").rsplit("\r", 1)[-1]
-    for _ in range(3):  # prefixes stack (timestamp, then worker tag, then logger)
-        before = line
-        for pattern in _PREFIXES:
-            line = pattern.sub("", line, count=1)
-        if line == before:
-            break
+    changed = True
+    while changed and line:  # prefixes stack: timestamp, then worker tag, then logger
+        changed = False
+        first = line[0]
+        for starts, pattern in _PREFIXES:
+            if first in starts:
+                stripped = pattern.sub("", line, count=1)
+                if stripped != line:
+                    line, changed = stripped, True
+                    break
     return line
 
 

@@ -58,8 +58,17 @@ RULES: tuple[RuntimeRule, ...] = (
 )
 
 
+# Every rule needs one of these words; one search spares the table for ordinary log lines.
+_HINT = re.compile(r"implemented|HIPBLAS|hipblas|[Vv]ersion|OutOfResources|Launch params|Triton|num_warps|block dim"
+                   r"|memory|[Mm]emory|space left|hipError|HSA_STATUS|kernel image|HIP error|CUDA error|undefined symbol"
+                   r"|error: |argument|[Tt]okenizer|architecture|[Uu]nsupported|supported|invalid|[Uu]nknown|unrecognized"
+                   r"|model type")
+
+
 def match_runtime(text: str) -> tuple[str, str | None] | None:
     """(kind, symbol) when `text` is a known run-time failure, else None."""
+    if not _HINT.search(text):
+        return None
     for rule in RULES:
         m = rule.pattern.search(text)
         if m:
