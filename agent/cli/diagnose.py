@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -47,11 +48,12 @@ def _table(failures: list[Failure], log: Path) -> Table:
 
 @app.command()
 def diagnose(
-    log: Path = typer.Argument(..., help="A build or server log file."),
-    as_json: bool = typer.Option(False, "--json", help="Print the failures as a JSON list of Failure records."),
-    repo: Path | None = typer.Option(None, "--repo", help="The repo the log came from: paths become repo-relative."),
-    source: str | None = typer.Option(None, "--source", help="What produced the log when it cannot be told "
-                                      "(hipcc, nvcc, server, ...)."),
+    log: Annotated[Path, typer.Argument(help="A build or server log file.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the failures as a JSON list of Failure records.")] = False,
+    repo: Annotated[Path | None, typer.Option("--repo", help="The repo the log came from: paths become "
+                                              "repo-relative.")] = None,
+    source: Annotated[str | None, typer.Option("--source", help="What produced the log when it cannot be told "
+                                               "(hipcc, nvcc, server, ...).")] = None,
 ) -> None:
     """Find every failure in a build or server log and classify it (FAILURE_CLASSES.md kinds)."""
     if repo is not None and not repo.is_dir():

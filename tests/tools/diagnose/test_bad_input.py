@@ -53,7 +53,7 @@ def test_100mb_log_streams_with_bounded_memory_and_finds_both_ends(tmp_path):
              "hwm = int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1))\n"
              "print(json.dumps({'failures': [[f.kind, f.file, f.line, f.symbol] for f in failures],\n"
              "                  'maxrss_kb': hwm}))\n")
-    run = subprocess.run([sys.executable, "-c", probe, str(log)], capture_output=True, text=True,
+    run = subprocess.run([sys.executable, "-c", probe, str(log)], capture_output=True, text=True, check=False,
                          cwd=Path(__file__).resolve().parents[3], timeout=900)
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout)
