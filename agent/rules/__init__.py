@@ -6,6 +6,7 @@ from agent.rules.base import (Decline, Fixer, RuleResult, Workspace, all_fixers,
 # Fixer modules, one line each; importing one registers its fixer (order = proposal order).
 from agent.rules import headers  # noqa: F401
 from agent.rules import cub  # noqa: F401
+from agent.rules import types  # noqa: F401
 from agent.rules import weight_names  # noqa: F401
 from agent.rules import quant_exclusion  # noqa: F401
 
