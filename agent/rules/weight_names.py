@@ -24,10 +24,12 @@ from tools.weights import (
     CheckpointError,
     PrefixRule,
     RemapError,
+    apply_rules,
     check_rules,
     derive_remap,
     load_checkpoint,
     parse_expected,
+    stacked_name,
 )
 from tools.weights.loader_source import (
     REMAP_FUNCTION,
@@ -40,6 +42,7 @@ from tools.weights.loader_source import (
 
 FAMILY = "weight_names"
 HOOK_TIMEOUT_S = 600
+QUANT_SUFFIXES = (".weight_scale", ".weight_scale_inv", ".weight_scale_2", ".input_scale")
 _FRAME = re.compile(r'File "(?P<path>[^"]+\.py)", line \d+')
 
 
@@ -163,21 +166,54 @@ def with_remap(text: str, site: LoaderSite, rules: list[PrefixRule], layout: str
     return "".join(lines[:site.class_start - 1]) + block + "\n\n" + "".join(lines[site.class_start - 1:])
 
 
+def quant_artifacts(rules: list[PrefixRule], names: list[str], expected: dict, site: LoaderSite) -> set[str]:
+    """Expected scale params the checkpoint cannot provide because their module is stored unquantized.
+
+    While an exclusion list names a module by its checkpoint name, the framework builds it quantized and
+    expects `weight_scale`s the bf16 checkpoint module never had; the quant_exclusion fix removes them.
+    """
+    want = set(expected)
+    produced = {stacked_name(apply_rules(n, rules), site.mappings, want) for n in names}
+    loaded_modules = {p.rsplit(".", 1)[0] for p in produced if p.endswith(".weight")}
+    return {e for e in want - produced if e.endswith(QUANT_SUFFIXES) and e.rsplit(".", 1)[0] in loaded_modules}
+
+
+def _derive(names: list[str], expected: dict, site: LoaderSite) -> list[PrefixRule]:
+    try:
+        return derive_remap(names, expected, site.mappings, site.skip).rules
+    except RemapError as exc:
+        want = set(expected)
+        produced = {stacked_name(n, site.mappings, want) for n in names}
+        scales = {e for e in want - produced if e.endswith(QUANT_SUFFIXES)}
+        if exc.ambiguous or not scales:
+            raise
+        rules = derive_remap(names, want, site.mappings, site.skip, optional=scales).rules
+        if remap_problems(rules, names, expected, site):
+            raise
+        return rules
+
+
 def plan_rules(ws: Workspace, loader: LoaderFile, names: list[str], expected: dict) -> list[PrefixRule] | None:
     """The rules to write, or None when the file's existing table already loads every tensor."""
     site = loader.site
     existing = read_remap_table(loader.text)
     call_present = f"{site.name_var} = {REMAP_FUNCTION}({site.name_var})" in loader.text
-    if existing is not None and call_present and not check_rules(existing, names, expected, site.mappings, site.skip):
+    if existing is not None and call_present and not remap_problems(existing, names, expected, site):
         return None
     try:
-        remap = derive_remap(names, expected, site.mappings, site.skip)
+        rules = _derive(names, expected, site)
     except RemapError as exc:
         raise Decline(f"{loader.rel}: {exc}") from exc
-    if not remap.rules:
+    if not rules:
         raise Decline("checkpoint names already match the expected params through the loader's stacked "
                       "mapping: the failure is not a name mismatch")
-    return remap.rules
+    return rules
+
+
+def remap_problems(rules: list[PrefixRule], names: list[str], expected: dict, site: LoaderSite) -> list[str]:
+    """check_rules, tolerating scale params that only exist because an exclusion is not yet remapped."""
+    want = set(expected) - quant_artifacts(rules, names, expected, site)
+    return check_rules(rules, names, want, site.mappings, site.skip)
 
 
 class WeightNameFixer:
@@ -236,7 +272,7 @@ def check_remap(proposal: Proposal, ws: Workspace) -> CheckResult:
         if rules is None or not sites:
             continue
         site = sites[0]
-        problems = check_rules(rules, ckpt.names, expected, site.mappings, site.skip)
+        problems = remap_problems(rules, ckpt.names, expected, site)
         ok = not problems
         detail = (f"{rel}: {len(ckpt.names)} checkpoint tensors -> all {len(expected)} expected params"
                   if ok else f"{rel}: " + "; ".join(problems))

@@ -88,8 +88,10 @@ def stacked_name(name: str, mappings: Sequence[tuple[str, str]], expected: set[s
 
 
 def check_rules(rules: Sequence[PrefixRule], checkpoint: Iterable[str], expected: Iterable[str],
-                mappings: Sequence[tuple[str, str]] = (), skip: Sequence[str] = ()) -> list[str]:
-    """Problems left after the rules: expected params not produced, tensors dropped, collisions."""
+                mappings: Sequence[tuple[str, str]] = (), skip: Sequence[str] = (),
+                optional: Iterable[str] = ()) -> list[str]:
+    """Problems left after the rules: expected params not produced (except `optional`), tensors dropped,
+    collisions."""
     want = set(expected)
     produced: set[str] = set()
     dropped, seen, collisions = [], {}, []
@@ -106,7 +108,7 @@ def check_rules(rules: Sequence[PrefixRule], checkpoint: Iterable[str], expected
         else:
             dropped.append(name)
     problems = []
-    if unproduced := sorted(want - produced):
+    if unproduced := sorted(want - produced - set(optional)):
         problems.append(f"{len(unproduced)} expected params not loaded (e.g. {', '.join(unproduced[:3])})")
     if dropped:
         problems.append(f"{len(dropped)} checkpoint tensors not consumed (e.g. {', '.join(sorted(dropped)[:3])})")
@@ -237,14 +239,18 @@ def _rules_from(placements: tuple) -> list[PrefixRule]:
 
 
 def derive_remap(checkpoint: Iterable[str], expected: Iterable[str],
-                 mappings: Sequence[tuple[str, str]] = (), skip: Sequence[str] = ()) -> Remap:
-    """The smallest consistent prefix remap; raises RemapError when none or several fit."""
+                 mappings: Sequence[tuple[str, str]] = (), skip: Sequence[str] = (),
+                 optional: Iterable[str] = ()) -> Remap:
+    """The smallest consistent prefix remap; raises RemapError when none or several fit.
+
+    `optional` expected params may stay unproduced (e.g. scales of a module the checkpoint stores unquantized).
+    """
     want = set(expected)
     names = [n for n in checkpoint if not any(s in n for s in skip)]
     fwd = {n: stacked_name(n, mappings, want) for n in names}
     produced = {f for f in fwd.values() if f in want}
     unmatched = [n for n in names if fwd[n] not in want]
-    if not unmatched and produced == want:
+    if not unmatched and not want - produced - set(optional):
         return Remap([])
     keys: dict[Path_, list[str]] = defaultdict(list)
     for n in unmatched:
@@ -259,15 +265,15 @@ def derive_remap(checkpoint: Iterable[str], expected: Iterable[str],
     cost, solutions = search.solve((), IDENTITY)
     if cost == INF:
         raise RemapError("no prefix remap maps every unmatched tensor to its counterpart")
-    return _choose(solutions, names, want, mappings, skip)
+    return _choose(solutions, names, want, mappings, skip, set(optional))
 
 
-def _choose(solutions: tuple, names: list[str], want: set[str], mappings, skip) -> Remap:
+def _choose(solutions: tuple, names: list[str], want: set[str], mappings, skip, optional: set[str]) -> Remap:
     valid: dict[tuple, list[PrefixRule]] = {}
     problems: list[str] = []
     for placements, _ in solutions:
         rules = _rules_from(placements)
-        problems = check_rules(rules, names, want, mappings, skip)
+        problems = check_rules(rules, names, want, mappings, skip, optional)
         if problems:
             continue
         mapping = tuple(sorted((n, r) for n in names if (r := apply_rules(n, rules)) != n))

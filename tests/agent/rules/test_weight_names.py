@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from agent.profiles import BuildSpec, LaunchSpec, Profile
+from agent.profiles import BuildSpec, LaunchSpec, Profile, load_profile
 from agent.rules import Workspace, propose_for
 from agent.rules.weight_names import WeightNameFixer, check_remap
 from tests.agent.rules.weights_fixture import MODEL_REL, repo_files, run_load, write_checkpoint
@@ -106,3 +109,32 @@ def test_check_rejects_a_remap_that_drops_tensors(mtp_case):
     proposal.diff = proposal.diff.replace('"model.mtp.mlp.shared_expert."', '"model.mtp.mlp.shared_experts."')
     check = check_remap(proposal, ws)
     assert not check.ok and "expected params not loaded" in check.detail
+
+
+def test_tinyserve_mtp_name_and_exclusion_faults_fixed_end_to_end(git_repo, tmp_path):
+    """The eval fixture with both GLM faults injected: diagnose the real load, fix, reload until it loads."""
+    src = Path(__file__).resolve().parents[3] / "evals/frameworks/tinyserve"
+    files = {str(p.relative_to(src)): p.read_text() for p in src.rglob("*")
+             if p.is_file() and "__pycache__" not in p.parts and "build" not in p.parts and p.suffix != ".so"}
+    model = files["tinyserve/models/glm_moe.py"]
+    faulty = model.replace('    ("mlp.shared_experts", "shared_experts"),\n', "").replace(
+        "quant_config.remapped(self.remap_checkpoint_name) if quant_config else None", "quant_config")
+    assert faulty.count("\n") == model.count("\n") - 1 and "remapped(" not in faulty, "fixture changed shape"
+    repo = git_repo({**files, "tinyserve/models/glm_moe.py": faulty})
+    ckpt = tmp_path / "ckpt"
+    subprocess.run([sys.executable, "-m", "tinyserve.make_checkpoint", "--out", str(ckpt), "--quant", "mxfp4"],
+                   cwd=repo, check=True, capture_output=True)
+    ws = Workspace(root=repo, profile=load_profile("tinyserve"), checkpoint=ckpt)
+    load = [sys.executable, "-c", f"from tinyserve.model_loader import load_model; load_model({str(ckpt)!r})"]
+    fixed = []
+    for _ in range(3):
+        done = subprocess.run(load, cwd=repo, capture_output=True, text=True, check=False)
+        if done.returncode == 0:
+            break
+        failure = diagnose_text(done.stderr, repo_root=repo, source="python")[0]
+        result = propose_for(failure, ws)
+        assert len(result.proposals) == 1, (failure, result.declines)
+        apply_diff(repo, result.proposals[0].diff)
+        fixed.append(failure.kind)
+    assert done.returncode == 0, done.stderr
+    assert fixed == ["weight_name", "quant_exclusion"]
