@@ -1,14 +1,17 @@
 """tools/serve: real server processes on 127.0.0.1 started, smoke-tested, diagnosed and stopped."""
 from __future__ import annotations
 
+import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from agent.profiles import load_profile
 from sandboxes.local import LocalSandbox
-from tools.serve import ServeError, launch_command, serve_check
+from tools.serve import ServeError, launch_command, serve_check, serve_profile
 
 # A tiny OpenAI-compatible server: /health, /v1/models, /v1/completions. MODE picks its behaviour:
 # ok; crash (load_weights raises a KeyError on a checkpoint name); hang (binds, never healthy).
@@ -159,3 +162,37 @@ def test_server_in_docker_with_host_network(server_repo, rocm_image):
         assert result.ok, (result.reason, result.log_excerpt)
         child = int(pidfile.read_text())
         assert not sandbox.run(f"kill -0 {child} 2>/dev/null && ! grep -q '^State:.Z' /proc/{child}/status").ok
+
+
+@pytest.fixture
+def tinyserve(tmp_path):
+    """A copy of the eval fixture framework and a real MXFP4 checkpoint for it."""
+    src = Path(__file__).resolve().parents[2] / "evals/frameworks/tinyserve"
+    repo = tmp_path / "tinyserve"
+    shutil.copytree(src, repo, ignore=shutil.ignore_patterns("__pycache__", "build"))
+    ckpt = tmp_path / "ckpt"
+    subprocess.run([sys.executable, "-m", "tinyserve.make_checkpoint", "--out", str(ckpt), "--quant", "mxfp4"],
+                   cwd=repo, check=True, capture_output=True)
+    return repo, ckpt
+
+
+def test_tinyserve_from_its_profile_serves_a_completion(tinyserve):
+    repo, ckpt = tinyserve
+    with LocalSandbox(repo) as sandbox:
+        result = serve_profile(sandbox, load_profile("tinyserve"), model_path=str(ckpt), ready_timeout=120)
+    assert result.ok, (result.reason, result.log_excerpt)
+    assert "--model-path " + str(ckpt) in result.command
+
+
+def test_tinyserve_with_mtp_name_fault_is_diagnosed(tinyserve):
+    repo, ckpt = tinyserve
+    model = repo / "tinyserve/models/glm_moe.py"
+    text = model.read_text()
+    model.write_text(text.replace('    ("mlp.shared_experts", "shared_experts"),\n', ""))
+    assert model.read_text() != text, "fixture changed shape"
+    with LocalSandbox(repo) as sandbox:
+        result = serve_profile(sandbox, load_profile("tinyserve"), model_path=str(ckpt), ready_timeout=120)
+    assert not result.ready
+    names = [f for f in result.failures if f.kind == "weight_name"]
+    assert names and "shared_experts" in names[0].symbol, result.failures
+    assert names[0].file == "tinyserve/models/glm_moe.py"
