@@ -77,8 +77,9 @@ def after_propose(state: PortState) -> Literal["apply_check", "report"]:
     return "apply_check"
 
 
-def after_apply(state: PortState) -> Literal["propose", "build", "load_check", "report"]:
-    """Unmasked failures: propose again (same wave). Wave done: back to the stage that failed."""
+def after_apply(state: PortState) -> Literal["propose", "build", "load_check", "serve", "report"]:
+    """Unmasked failures: propose again (same wave). Wave done: back to the stage that failed; a load
+    fix whose recheck already loaded cleanly goes straight to the launch."""
     if state.stop_reason:
         return "report"
     if state.failures:
@@ -86,8 +87,18 @@ def after_apply(state: PortState) -> Literal["propose", "build", "load_check", "
     if state.failure_stage == "build":
         return "build"
     if state.failure_stage in ("load", "serve"):
-        return "load_check"
+        return "serve" if state.stages.get("load", {}).get("status") == "passed" else "load_check"
     raise ValueError(f"unexpected failure_stage {state.failure_stage!r} after apply_check")
+
+
+def make_after_apply(env: RunEnv) -> Callable[[PortState], str]:
+    def route(state: PortState) -> Literal["propose", "build", "load_check", "serve", "report"]:
+        nxt = after_apply(state)
+        if nxt == "serve" and budget_stop(state, env, "serve"):
+            return "report"
+        return nxt
+
+    return route
 
 
 def make_after_load(env: RunEnv) -> Callable[[PortState], str]:
@@ -113,7 +124,8 @@ def build_graph(env: RunEnv, checkpointer: Any = None):
     graph.add_edge("build", "diagnose")
     graph.add_conditional_edges("diagnose", after_diagnosis, ["propose", "load_check", "report"])
     graph.add_conditional_edges("propose", after_propose, ["apply_check", "report"])
-    graph.add_conditional_edges("apply_check", after_apply, ["propose", "build", "load_check", "report"])
+    graph.add_conditional_edges("apply_check", make_after_apply(env),
+                                ["propose", "build", "load_check", "serve", "report"])
     graph.add_conditional_edges("load_check", make_after_load(env), ["propose", "serve", "report"])
     graph.add_conditional_edges("serve", after_diagnosis, ["propose", "bench", "report"])
     graph.add_edge("bench", "report")

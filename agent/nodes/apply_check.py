@@ -51,7 +51,7 @@ def check(state: PortState, env: RunEnv, proposal: dict, open_failures: list[dic
         return Verdict(reason=str(exc), applied=False)
     after, detail = run_load_check(state, env, f"recheck-{failure['kind']}")
     still = [f for f in after if same_failure(failure, f)]
-    verdict = Verdict(checks=[CheckResult(name="load check", ok=not after, detail=detail)])
+    verdict = Verdict(checks=[CheckResult(name="load check", ok=not after, detail=detail)], load_checks=1)
     if still:
         verdict.reason = f"the {failure['kind']} failure is still reported by the load check"
         revert_diff(repo, proposal["diff"])
@@ -82,6 +82,8 @@ def apply_check(state: PortState, env: RunEnv) -> dict:
     counters, outcomes, fixed = dict(state.counters), list(state.outcomes), list(state.fixed)
     open_failures, unmasked = list(state.failures), []
     head = state.head
+    loads_clean = False
+    """True when the last kept load-side patch's recheck loaded the checkpoint without any failure."""
     for index, proposal in enumerate(state.proposals):
         record = Proposal.from_dict(proposal)
         if decisions.get(index) is False:
@@ -101,6 +103,8 @@ def apply_check(state: PortState, env: RunEnv) -> dict:
             record = again
             verdict = check(state, env, proposal, open_failures + unmasked)
         counters["unit_compiles"] += verdict.unit_compiles
+        counters["load_checks"] += verdict.load_checks
+        loads_clean = verdict.ok and verdict.load_checks > 0 and not verdict.unmasked
         file = proposal["failure"].get("file")
         if verdict.ok:
             head = _commit(repo, proposal, verdict)
@@ -117,7 +121,13 @@ def apply_check(state: PortState, env: RunEnv) -> dict:
             env.rundir.save_patch(proposal["kind"], "reverted" if verdict.applied else "not-applied", record.diff)
             env.observer.emit("patch_reverted", proposer=record.proposer, kind=proposal["kind"], file=file,
                               reason=verdict.reason, counters=counters)
-    return _next(state, env, counters, outcomes, fixed, head, unmasked)
+    update = _next(state, env, counters, outcomes, fixed, head, unmasked)
+    if loads_clean and not update.get("stop_reason"):
+        # the recheck just loaded the checkpoint: no second load check before the launch
+        update["stages"] = {**state.stages, "load": {**state.stages.get("load", {}), "status": "passed",
+                                                      "detail": "loads after the kept patches"}}
+        update["failure_stage"] = "load"
+    return update
 
 
 def _next(state: PortState, env: RunEnv, counters: dict, outcomes: list[dict], fixed: list[str], head: str,

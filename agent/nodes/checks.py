@@ -28,6 +28,7 @@ class Verdict:
     unmasked: list[dict] = field(default_factory=list)
     """New failures outside the patch's lines: masked before, to be fixed in this wave."""
     unit_compiles: int = 0
+    load_checks: int = 0
     applied: bool = True
     """False when the diff did not apply (nothing to revert)."""
 
