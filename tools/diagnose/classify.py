@@ -52,6 +52,7 @@ _PTX = re.compile(r"couldn't allocate (?:output|input) register|invalid (?:outpu
                   r"|unknown register name|invalid operand for instruction|instruction not supported|\bptx\b"
                   r"|unrecognized instruction mnemonic|inline asm", re.IGNORECASE)
 _ASM_MNEMONIC = re.compile(r'asm\s*(?:volatile|__volatile__)?\s*\(\s*"\s*\{?\s*([a-z][\w.]*)')
+_BARE_MNEMONIC = re.compile(r"^([a-z][a-z0-9_]*\.[\w.]+|[a-z][a-z0-9_]+)\s")  # `lop3.b32 s2, ...` in <inline asm>
 _DIALECT = re.compile(r"missing 'typename' prior to dependent type name|use 'template' keyword to treat"
                       r"|reference to __host__ function|calling a __host__ function|never produces a constant expression"
                       r"|cannot be narrowed|ISO C\+\+|is not a constant expression|explicit specialization of .* in class scope"
@@ -166,8 +167,8 @@ def classify_compile(diag: CompilerDiagnostic, repo_root: str | Path | None = No
     m = _CONSTEXPR_INIT.search(msg)
     if m and ("warp" in diag.source_line.lower() or "WARP" in diag.source_line):
         return "warp_size", m.group("s")
-    if _PTX.search(msg):
-        asm = _ASM_MNEMONIC.search(diag.source_line)
+    if _PTX.search(msg) or (diag.file or "").startswith("<inline asm"):
+        asm = _ASM_MNEMONIC.search(diag.source_line) or _BARE_MNEMONIC.match(diag.source_line)
         return "inline_ptx", asm.group(1) if asm else None
     if _CUBLAS.search(msg):
         return "cublas", _first_quoted(msg)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tools.diagnose.classify import classify_compile
 from tools.diagnose.compile import CompilerDiagnostic
+from tools.diagnose.compile_patterns import CLANG_HEADER, SOURCE_EXTS
 from tools.diagnose.signature import make_signature, normalize_message, relativize
 from tools.records import Failure
 
@@ -64,6 +65,8 @@ class Collector:
     def add_compile(self, diag: CompilerDiagnostic) -> None:
         """A compiler/linker diagnostic, classified."""
         kind, symbol = classify_compile(diag, self.repo_root)
+        if diag.file and diag.file.startswith("<"):
+            _locate_by_note(diag)
         if diag.link_symbol and kind == "compile_error":
             kind = "link_error"
         facts: dict = {}
@@ -77,3 +80,15 @@ class Collector:
         self.add(Failure(kind=kind, message=diag.message[:500], file=diag.file, line=diag.line, column=diag.column,
                          symbol=symbol, excerpt=textwrap.dedent("\n".join(diag.lines)).strip("\n"),
                          source=source, facts=facts))
+
+
+def _locate_by_note(diag: CompilerDiagnostic) -> None:
+    """Errors inside `<inline asm>` or `<scratch space>` point at the source line through a note."""
+    for note in diag.notes:
+        m = CLANG_HEADER.match(note.strip())
+        if m and not m.group("file").startswith("<"):
+            diag.file, diag.line = m.group("file"), int(m.group("line"))
+            diag.column = int(m.group("col")) if m.group("col") else None
+            if diag.unit is None and diag.file.endswith(SOURCE_EXTS):
+                diag.unit = diag.file
+            return

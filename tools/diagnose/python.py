@@ -56,7 +56,7 @@ def framework_frame(frames: list[Frame], repo_root: str | Path | None = None) ->
             return frame
     for frame in inner_first:
         pkg = _package_of(frame.path)
-        if pkg and pkg not in _LIBRARIES and not _is_stdlib(frame.path.split("-packages/")[0] + "/x"):
+        if pkg and pkg not in _LIBRARIES and "-packages/" in frame.path:
             return frame
     return inner_first[0]
 

@@ -53,6 +53,7 @@ class TracebackParser:
         self._indent = 0
         self._state = "idle"  # idle | frames | message | between
         self._stray = 0
+        self._after_blank = False
 
     @property
     def active(self) -> bool:
@@ -79,7 +80,7 @@ class TracebackParser:
         if self._tb is None:
             self._tb = PyTraceback()
         self._indent = len(line) - len(line.lstrip())
-        self._frames, self._state, self._stray = [], "frames", 0
+        self._frames, self._state, self._stray, self._after_blank = [], "frames", 0, False
 
     def _in_frames(self, line: str) -> bool:
         text = line.strip()
@@ -109,9 +110,12 @@ class TracebackParser:
         if any(text.startswith(marker) for marker in _CHAIN):
             self._state = "between"
             return True
+        if not text:  # a blank line may separate the message from "During handling ..."
+            self._after_blank = True
+            return True
         indent = len(line) - len(line.lstrip())
         exc = self._tb.chain[-1]
-        if text and (indent > self._indent or line.startswith("\t")) and not _FRAME.match(text):
+        if not self._after_blank and (indent > self._indent or line.startswith("\t")) and not _FRAME.match(text):
             if exc.message.count("\n") < MAX_MESSAGE_LINES:
                 exc.message += "\n" + text
             return True
