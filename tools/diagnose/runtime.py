@@ -31,9 +31,10 @@ RULES: tuple[RuntimeRule, ...] = (
     _r("python_version_parse", r"InvalidVersion: (?:Invalid version: )?'(?P<s>[^']+)'"),
     _r("launch_bounds_smem", r"OutOfResources: out of resource: (?P<s>shared memory)"),
     _r("warp_size", r"Launch params \((?P<s>[\d, ]+)\) are larger than launch bounds"),
-    _r("triton_config", r"Triton Error \[HIP\]:\s+Code: (?P<s>\d+), Mess+age: invalid argument"),
+    _r("triton_config", r"Triton Error \[HIP\]:\s+Code: \d+, Mess+age: invalid argument"),
     _r("triton_config", r"(?P<s>num_warps)\s*(?:=\s*\d+\s*)?(?:exceeds|is too large|must be|> ?\d+)", re.IGNORECASE),
     _r("triton_config", r"block dimensions: (?P<s>\d+x\d+x\d+): HIP_ERROR_InvalidValue"),
+    _r("resource", r"(?P<s>(?:HIP|CUDA|GPU) out of memory)"),
     _r("resource", r"(?P<s>(?:HIP|CUDA|GPU)? ?out of memory|OutOfMemoryError|hipErrorOutOfMemory|No space left on device"
                    r"|Not enough memory|No available memory for the cache blocks|insufficient memory)", re.IGNORECASE),
     _r("hip_runtime", r"(?P<s>hipErrorNoBinaryForGpu|hipErrorInvalidDeviceFunction|hipErrorSharedObject\w*|hipError\w+)"),
