@@ -10,13 +10,18 @@ from rich.console import Console
 from rich.table import Table
 
 from agent.cli.app import app, fail
+from agent.profiles import ProfileError, load_profile
+from sandboxes.base import SandboxError
+from sandboxes.local import LocalSandbox
 from tools.weights import (
     Checkpoint,
     CheckpointError,
     RemapError,
     WeightReport,
+    check_rules,
     compare,
     derive_remap,
+    expected_from_hook,
     load_checkpoint,
     load_expected,
 )
@@ -36,13 +41,24 @@ def _mappings(model_file: Path | None) -> tuple[list[tuple[str, str]], list[str]
     return sites[0].mappings, sites[0].skip
 
 
+def _expected_from_profile(name: str, repo: Path, checkpoint: Path) -> dict:
+    prof = load_profile(name)
+    if not prof.expected_params:
+        raise fail(f"profile {prof.name} has no expected_params command; pass --expected FILE")
+    with LocalSandbox(repo) as sandbox:
+        return expected_from_hook(sandbox, prof.expected_params, checkpoint.resolve())
+
+
 def _suggest(ckpt: Checkpoint, expected: dict, model_file: Path | None) -> dict:
     mappings, skip = _mappings(model_file)
+    # what is still wrong once the loader's own stacked mapping (q/k/v -> qkv_proj) is applied
+    stacked = check_rules([], ckpt.names, expected, mappings, skip) if mappings else None
     try:
         remap = derive_remap(ckpt.names, expected, mappings, skip)
     except RemapError as exc:
-        return {"rules": [], "error": str(exc)}
-    return {"rules": [[r.checkpoint, r.framework] for r in remap.rules], "renamed": len(remap.renamed)}
+        return {"rules": [], "error": str(exc), "after_stacked_mapping": stacked}
+    return {"rules": [[r.checkpoint, r.framework] for r in remap.rules], "renamed": len(remap.renamed),
+            "after_stacked_mapping": stacked}
 
 
 def _print_summary(console: Console, ckpt: Checkpoint) -> None:
@@ -60,7 +76,11 @@ def _print_report(console: Console, report: WeightReport, suggestion: dict | Non
                   f"{len(report.mismatched)} shape/dtype mismatches")
     if report.ok:
         return
-    table = Table("submodule", "missing", "unexpected", "mismatched", "examples")
+    table = Table(show_lines=False)
+    table.add_column("submodule", overflow="fold")
+    for col in ("missing", "unexpected", "mismatched"):
+        table.add_column(col, justify="right")
+    table.add_column("examples", overflow="fold")
     for g in report.groups:
         examples = (g.missing or g.unexpected or [m.name for m in g.mismatched])[:EXAMPLES_PER_GROUP]
         table.add_row(g.group, str(len(g.missing)), str(len(g.unexpected)), str(len(g.mismatched)),
@@ -69,6 +89,9 @@ def _print_report(console: Console, report: WeightReport, suggestion: dict | Non
     for m in report.mismatched[:10]:
         console.print(f"  {m.name}: checkpoint {m.checkpoint_shape} {m.checkpoint_dtype} vs "
                       f"framework {m.expected_shape} {m.expected_dtype}")
+    if suggestion and suggestion.get("after_stacked_mapping") is not None:
+        left = suggestion["after_stacked_mapping"]
+        console.print("through the loader's stacked mapping: " + ("; ".join(left) if left else "every tensor loads"))
     if suggestion and suggestion["rules"]:
         console.print("[bold]prefix remap that loads every tensor[/] (checkpoint -> framework):")
         for old, new in suggestion["rules"]:
@@ -82,6 +105,9 @@ def weights(
     checkpoint: Path = typer.Argument(..., help="Checkpoint directory, index JSON or .safetensors file."),
     expected: Path | None = typer.Option(None, "--expected", help="JSON of the framework's expected params "
                                          "({name: {shape, dtype}} or a list of names)."),
+    profile: str | None = typer.Option(None, "--profile", help="Get expected params from this framework "
+                                       "profile's expected_params command, run in --repo."),
+    repo: Path = typer.Option(Path("."), "--repo", help="Framework checkout the profile command runs in."),
     model_file: Path | None = typer.Option(None, "--model-file", help="Model file whose load_weights "
                                            "stacked mapping (q/k/v -> qkv) the remap suggestion uses."),
     names_only: bool = typer.Option(False, "--names-only", help="Read the index only (no shapes)."),
@@ -91,7 +117,9 @@ def weights(
     try:
         ckpt = load_checkpoint(checkpoint, shapes=not names_only)
         want = load_expected(expected) if expected else None
-    except CheckpointError as exc:
+        if want is None and profile:
+            want = _expected_from_profile(profile, repo, checkpoint)
+    except (CheckpointError, ProfileError, SandboxError) as exc:
         raise fail(str(exc)) from exc
     report = compare(ckpt, want) if want is not None else None
     suggestion = _suggest(ckpt, want, model_file) if report is not None and not report.ok else None

@@ -8,7 +8,6 @@ weights:` loop. Validation replays the patched table over the checkpoint index.
 from __future__ import annotations
 
 import ast
-import json
 import re
 import subprocess
 import tempfile
@@ -27,8 +26,8 @@ from tools.weights import (
     apply_rules,
     check_rules,
     derive_remap,
+    expected_from_hook,
     load_checkpoint,
-    parse_expected,
     stacked_name,
 )
 from tools.weights.loader_source import (
@@ -74,14 +73,10 @@ def expected_params_for(ws: Workspace) -> dict[str, dict]:
         raise Decline("no expected parameter names: set Workspace.expected_params or the profile's "
                       "expected_params hook")
     with LocalSandbox(ws.root) as sandbox:
-        result = sandbox.run(hook.format(model_path=ws.checkpoint), timeout=HOOK_TIMEOUT_S)
-    if not result.ok:
-        last = (result.output.strip().splitlines() or ["no output"])[-1]
-        raise Decline(f"the expected_params hook failed ({result.returncode}): {last}")
-    try:
-        return parse_expected(json.loads(result.stdout), "the expected_params hook")
-    except (json.JSONDecodeError, CheckpointError) as exc:
-        raise Decline(f"the expected_params hook printed no usable JSON: {exc}") from exc
+        try:
+            return expected_from_hook(sandbox, hook, ws.checkpoint, timeout=HOOK_TIMEOUT_S)
+        except CheckpointError as exc:
+            raise Decline(str(exc)) from exc
 
 
 def _candidate_files(failure: Failure, ws: Workspace) -> list[str]:

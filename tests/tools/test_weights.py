@@ -162,3 +162,19 @@ def test_cli_reports_remap_worthy_mismatch_as_json_and_table(tmp_path):
 def test_cli_bad_checkpoint_is_one_line_error(tmp_path):
     out = _cli("weights", str(tmp_path / "nope"))
     assert out.returncode == 2 and out.stderr.startswith("rocport: error:") and "Traceback" not in out.stderr
+
+
+def test_cli_expected_params_from_the_tinyserve_profile_hook(tmp_path):
+    fixture = Path(__file__).resolve().parents[2] / "evals/frameworks/tinyserve"
+    ckpt = tmp_path / "ckpt"
+    subprocess.run([sys.executable, "-m", "tinyserve.make_checkpoint", "--out", str(ckpt), "--quant", "mxfp4"],
+                   cwd=fixture, check=True, capture_output=True)
+    out = _cli("weights", str(ckpt), "--profile", "tinyserve", "--repo", str(fixture), "--model-file",
+               str(fixture / "tinyserve/models/glm_moe.py"), "--json")
+    assert out.returncode == 1, out.stderr  # raw names differ: the MTP head is stored as layer 2
+    data = json.loads(out.stdout)
+    groups = {g["group"] for g in data["report"]["groups"]}
+    assert {"model.layers.2.mlp.shared_experts", "model.mtp.shared_experts"} <= groups
+    assert ["model.layers.2.mlp.shared_experts", "model.mtp.shared_experts"] in data["remap"]["rules"]
+    bad = _cli("weights", str(ckpt), "--profile", "nope", "--repo", str(fixture))
+    assert bad.returncode == 2 and "no profile 'nope'" in bad.stderr

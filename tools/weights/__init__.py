@@ -13,6 +13,7 @@ from tools.weights.compare import (
     Mismatch,
     WeightReport,
     compare,
+    expected_from_hook,
     load_expected,
     normalize_dtype,
     parse_expected,
@@ -31,7 +32,7 @@ from tools.weights.remap import (
 
 __all__ = [
     "INDEX_NAME", "Checkpoint", "CheckpointError", "GroupDiff", "Mismatch", "PrefixRule", "Remap",
-    "RemapError", "TensorInfo", "WeightReport", "apply_rules", "check_rules", "compare", "derive_remap",
+    "RemapError", "TensorInfo", "WeightReport", "apply_rules", "check_rules", "compare", "derive_remap", "expected_from_hook",
     "load_checkpoint", "load_expected", "normalize_dtype", "order_rules", "parse_expected", "read_header",
     "read_index", "stacked_name", "submodule_group",
 ]

@@ -52,6 +52,20 @@ def load_expected(path: str | Path) -> dict[str, dict]:
     return parse_expected(data, str(path))
 
 
+def expected_from_hook(sandbox, command: str, model_path: str | Path, timeout: float = 600) -> dict[str, dict]:
+    """Run a profile's expected_params command ({model_path} filled in) in a sandbox; parse its JSON."""
+    result = sandbox.run(command.format(model_path=model_path), timeout=timeout)
+    if not result.ok:
+        last = (result.output.strip().splitlines() or ["no output"])[-1]
+        raise CheckpointError(f"the expected_params command failed (exit {result.returncode}): {last}; "
+                              f"run it by hand: {command.format(model_path=model_path)}")
+    try:
+        return parse_expected(json.loads(result.stdout), "the expected_params command's output")
+    except json.JSONDecodeError as exc:
+        raise CheckpointError(f"the expected_params command printed no JSON ({exc}); it must print "
+                              f"{{name: {{shape, dtype}}}} on stdout") from exc
+
+
 def submodule_group(name: str, mtp_from: int | None = None) -> str:
     """The submodule a tensor belongs to, indices collapsed: `model.layers.*.mlp.shared_experts`."""
     parts = name.split(".")
