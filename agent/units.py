@@ -13,7 +13,8 @@ DEFAULT_SOURCES = ["**/*.cu", "**/*.cpp", "**/*.cc", "**/*.hip"]
 _SKIP_DIRS = {".git", "build", "dist", "node_modules", "__pycache__", ".venv", "third_party", "3rdparty"}
 
 
-def _walk(root: Path) -> list[str]:
+def source_files(root: Path) -> list[str]:
+    """Repo-relative C/C++/CUDA sources and headers, skipping VCS, build and vendored folders."""
     out: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS and not d.startswith(".")]
@@ -36,7 +37,7 @@ def _resolve(root: Path, includer: str, header: str, files: set[str]) -> str | N
 
 def include_graph(root: Path) -> dict[str, set[str]]:
     """Repo file -> the repo files it #includes directly."""
-    files = _walk(root)
+    files = source_files(root)
     known = set(files)
     graph: dict[str, set[str]] = {}
     for rel in files:

@@ -7,6 +7,7 @@ from agent.rules.base import (Decline, Fixer, RuleResult, Workspace, all_fixers,
 from agent.rules import headers  # noqa: F401
 from agent.rules import cub  # noqa: F401
 from agent.rules import types  # noqa: F401
+from agent.rules import warp  # noqa: F401
 from agent.rules import weight_names  # noqa: F401
 from agent.rules import quant_exclusion  # noqa: F401
 

@@ -1,0 +1,146 @@
+"""warp_intrinsic: CUDA warp intrinsics through the repo's one compat header (created once, reused).
+
+Call sites change only the function name: `__shfl_xor_sync(m, v, 16)` -> `WARP32_SHFL_XOR(m, v, 16)`
+in a kernel written for 32-lane warps (ROCm gets an explicit width 32), `WARP_SHFL_XOR(...)` when the
+call passes its own width or the kernel is warpSize-generic. On CUDA each macro expands to exactly
+the original call, so the CUDA preprocessor output is unchanged.
+"""
+from __future__ import annotations
+
+import re
+
+from agent.rules.base import Decline, Workspace, make_proposal, register
+from agent.rules.compat_header import compat_location, compat_text, find_compat, include_spelling
+from agent.rules.cpp import branches, guard_blocks, include_of, platform_of
+from agent.rules.headers import target_file
+from tools.records import Failure, Proposal
+
+# CUDA intrinsic -> (macro stem, arguments of the call without a width)
+INTRINSICS = {
+    "__shfl_sync": ("SHFL", 3), "__shfl_xor_sync": ("SHFL_XOR", 3), "__shfl_up_sync": ("SHFL_UP", 3),
+    "__shfl_down_sync": ("SHFL_DOWN", 3), "__ballot_sync": ("BALLOT", 2), "__any_sync": ("ANY", 2),
+    "__all_sync": ("ALL", 2), "__activemask": ("ACTIVEMASK", 0), "__syncwarp": ("SYNC", None),
+    "__ldg": ("LDG", None),
+}
+NO_HIP_EQUIVALENT = ("__match_any_sync", "__match_all_sync", "__reduce_add_sync", "__reduce_min_sync",
+                     "__reduce_max_sync", "__reduce_and_sync", "__reduce_or_sync", "__reduce_xor_sync")
+_CALL = re.compile(r"\b(" + "|".join(re.escape(n) for n in INTRINSICS) + r")\s*\(")
+_GENERIC = re.compile(r"\b(warpSize|WARP_SIZE)\b")
+_LANES32 = [
+    (re.compile(r"for\s*\(\s*(?:int|unsigned)?\s*\w+\s*=\s*16\s*;"), "shuffle offsets start at 16"),
+    (re.compile(r"%\s*32\b"), "`% 32` lane arithmetic"),
+    (re.compile(r"&\s*(?:31|0x1[fF])\b"), "`& 31` lane masks"),
+    (re.compile(r">>\s*5\b"), "`>> 5` warp indices"),
+    (re.compile(r"/\s*32\b"), "`/ 32` warp indices"),
+    (re.compile(r"\[\s*32\s*\]"), "`[32]` per-warp arrays"),
+]
+
+
+def lanes32_evidence(text: str) -> list[str]:
+    """Why a kernel looks written for 32-lane warps (empty when it is warpSize-generic)."""
+    found = [why for pattern, why in _LANES32 if pattern.search(text)]
+    if found or not _GENERIC.search(text):
+        return found or ["no use of warpSize: written for CUDA's 32-lane warp"]
+    return []
+
+
+def _arg_count(text: str, open_paren: int) -> int:
+    """Top-level arguments of the call whose '(' is at `open_paren`."""
+    depth, commas, empty = 0, 0, True
+    for ch in text[open_paren:]:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                return 0 if empty else commas + 1
+        elif depth == 1:
+            if ch == ",":
+                commas += 1
+            elif not ch.isspace():
+                empty = False
+    return -1
+
+
+def macro_for(name: str, nargs: int, lanes32: bool) -> str:
+    stem, base = INTRINSICS[name]
+    if stem == "LDG":
+        return "COMPAT_LDG"
+    if stem == "SYNC":
+        return "WARP_SYNC"
+    return f"WARP32_{stem}" if lanes32 and nargs == base else f"WARP_{stem}"
+
+
+def rewrite_calls(text: str, lanes32: bool) -> tuple[str, list[str]]:
+    """Rename every intrinsic call both toolchains compile; returns the text and the renames done."""
+    lines = text.splitlines(keepends=True)
+    stacks = branches(lines)
+    out, done = [], []
+    offset = 0
+    for line, stack in zip(lines, stacks):
+        if platform_of(stack) != "both":
+            out.append(line)
+            offset += len(line)
+            continue
+        pieces, last = [], 0
+        for m in _CALL.finditer(line):
+            nargs = _arg_count(text, offset + m.end() - 1)
+            macro = macro_for(m.group(1), nargs, lanes32)
+            pieces += [line[last:m.start(1)], macro]
+            last = m.end(1)
+            done.append(f"{m.group(1)} -> {macro}")
+        out.append("".join(pieces) + line[last:])
+        offset += len(line)
+    return "".join(out), done
+
+
+def add_include(text: str, spelling: str) -> str:
+    """`#include "<spelling>"` after the last top-level include (or include guard block)."""
+    lines = text.splitlines(keepends=True)
+    stacks = branches(lines)
+    tops = [i + 1 for i, ln in enumerate(lines) if include_of(ln) and not stacks[i]]
+    tops += [b.end + 1 for b in guard_blocks(lines) if any(include_of(x) for x in lines[b.start:b.end])]
+    at = max(tops, default=0)
+    if at and not lines[at - 1].endswith("\n"):
+        lines[at - 1] += "\n"
+    return "".join(lines[:at] + [f'#include "{spelling}"\n'] + lines[at:])
+
+
+class WarpIntrinsicFixer:
+    """Warp intrinsics -> the compat header's WARP_* / WARP32_* macros."""
+
+    family = "warp"
+    kinds = ("warp_intrinsic",)
+
+    def propose(self, failure: Failure, ws: Workspace) -> Proposal | None:
+        symbol = (failure.symbol or "").strip()
+        if symbol in NO_HIP_EQUIVALENT:
+            raise Decline(f"{symbol} has no HIP intrinsic; it needs a ballot/shuffle rewrite by hand")
+        if symbol not in INTRINSICS:
+            return None
+        rel = target_file(failure)
+        text = ws.read(rel)
+        if text is None:
+            return None
+        evidence = lanes32_evidence(text)
+        new, done = rewrite_calls(text, lanes32=bool(evidence))
+        if not done:
+            return None
+        compat = find_compat(ws)
+        edits: dict[str, tuple[str | None, str]] = {}
+        if compat is None:
+            compat = compat_location(ws, rel)
+            edits[compat] = (None, compat_text(ws))
+        spelling = include_spelling(compat, rel)
+        if not any(include_of(ln) == spelling for ln in new.splitlines()):
+            new = add_include(new, spelling)
+        edits[rel] = (text, new)
+        width = (f"written for 32-lane warps ({'; '.join(evidence)}): 32-lane forms pass width 32 on ROCm"
+                 if evidence else "warpSize-generic: the hardware warp (64 lanes on CDNA) is kept")
+        return make_proposal(failure, self.family, edits, (
+            f"{rel}: warp intrinsics through {compat} ({', '.join(sorted(set(done)))}). The kernel is {width}; "
+            f"ballots are 64-bit on ROCm. On CUDA every macro expands to the original call. Warp-width "
+            f"correctness is only proven by running the kernel on the GPU; here it was compiled, not run."))
+
+
+register(WarpIntrinsicFixer())

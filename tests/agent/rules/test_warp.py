@@ -1,0 +1,73 @@
+"""warp_intrinsic rule: one compat header per repo, 32-lane semantics kept, proven with real compilers."""
+from __future__ import annotations
+
+from agent.rules import Workspace, propose_for
+from tests.agent.rules.helpers import declines, failure, host_toolchains, image_toolchains, propose, validate
+
+REDUCE = """#include <cstdint>
+
+__device__ float warp_sum(float v) {
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffff, v, offset);
+  return v;
+}
+
+__global__ void row_sum(const float* x, float* out, unsigned* any_neg) {
+  float v = warp_sum(x[threadIdx.x]);
+  unsigned neg = __ballot_sync(__activemask(), v < 0.f);
+  __syncwarp();
+  if (threadIdx.x % 32 == 0) { out[threadIdx.x / 32] = v; any_neg[threadIdx.x / 32] = neg; }
+}
+"""
+GENERIC = """__global__ void bcast(float* x) {
+  float v = x[threadIdx.x];
+  v = __shfl_sync(0xffffffff, v, 0, warpSize);
+  x[threadIdx.x] = v + __shfl_down_sync(0xffffffff, v, 1) + __ldg(&x[0]);
+}
+"""
+
+
+def _again(root, fail):
+    return propose_for(fail, Workspace(root=root)).proposals
+
+
+def test_32_lane_kernel_gets_warp32_macros_and_one_compat_header(git_repo):
+    root = git_repo({"csrc/reduce/sum.cu": REDUCE})
+    prop = propose(root, failure("warp_intrinsic", "csrc/reduce/sum.cu", "__shfl_xor_sync"))
+    assert prop.files == ["csrc/reduce/sum.cu", "csrc/rocm_compat.h"]
+    assert "+  for (int offset = 16; offset > 0; offset /= 2) v += WARP32_SHFL_XOR(0xffffffff, v, offset);" in prop.diff
+    assert "WARP32_BALLOT(WARP32_ACTIVEMASK(), v < 0.f)" in prop.diff and "+  WARP_SYNC();" in prop.diff
+    assert '+#include "../rocm_compat.h"' in prop.diff
+    assert "__shfl_xor(var, lane_mask, 32)" in prop.diff  # explicit width 32 on ROCm
+    assert "only proven by running the kernel" in prop.rationale
+
+
+def test_warp_fix_compiles_everywhere_and_cuda_tokens_unchanged(git_repo, hipcc, nvcc, rocm_image):
+    root = git_repo({"csrc/reduce/sum.cu": REDUCE, "csrc/bcast.cu": GENERIC})
+    fail = failure("warp_intrinsic", "csrc/reduce/sum.cu", "__shfl_xor_sync")
+    prop = propose(root, fail, "gfx90a")
+    outcome = validate(root, host_toolchains(root), prop, fail)
+    assert outcome.kept, outcome.reason
+    assert [c.detail for c in outcome.checks if c.name.startswith("hipcc")] == ["compiles"]
+    for arch in ("gfx942", "gfx950"):
+        tools = image_toolchains(root, rocm_image, arch)
+        tools.cuda = None
+        assert [c.ok for c in _compile(root, tools, "csrc/reduce/sum.cu")] == [True]
+    # The second kernel reuses the header: no second compat header, width kept as written.
+    fail2 = failure("warp_intrinsic", "csrc/bcast.cu", "__shfl_sync")
+    prop2 = propose(root, fail2, "gfx90a")
+    assert prop2.files == ["csrc/bcast.cu"] and '+#include "rocm_compat.h"' in prop2.diff
+    assert "WARP_SHFL(0xffffffff, v, 0, warpSize)" in prop2.diff and "COMPAT_LDG(&x[0])" in prop2.diff
+    assert "WARP_SHFL_DOWN(0xffffffff, v, 1)" in prop2.diff  # warpSize-generic: hardware width
+    outcome2 = validate(root, host_toolchains(root), prop2, fail2)
+    assert outcome2.kept, outcome2.reason
+    assert not _again(root, fail) and not _again(root, fail2)
+
+
+def _compile(root, tools, unit):
+    from agent.validate import Validator
+    return Validator(root, tools)._hip([unit], None)
+
+
+def test_declines_intrinsics_without_hip_equivalent(git_repo):
+    root = git_repo({"a.cu": "int x;\n"})
+    assert "no HIP intrinsic" in declines(root, failure("warp_intrinsic", "a.cu", "__match_any_sync"))[0]
