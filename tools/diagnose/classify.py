@@ -148,6 +148,8 @@ def _from_notes(diag: CompilerDiagnostic) -> tuple[str, str] | None:
 def classify_compile(diag: CompilerDiagnostic, repo_root: str | Path | None = None) -> tuple[str, str | None]:
     """(kind, symbol) for one compiler/linker diagnostic."""
     msg = diag.message
+    if diag.tool == "cmake":
+        return _classify_cmake(msg)
     if diag.tool in ("ld", "driver") or diag.link_symbol:
         return _classify_link_or_driver(diag)
     header = missing_header(msg)
@@ -190,12 +192,21 @@ def _classify_link_or_driver(diag: CompilerDiagnostic) -> tuple[str, str | None]
         return "link_error", sym
     if sym:
         return "link_error", sym
-    arch = re.search(r"(?:unsupported|invalid)(?: CUDA)? (?:gpu|GPU|offload)? ?arch(?:itecture)?[^'\"\w]*['\"]?([\w:+-]+)", msg)
+    arch = re.search(r"(?:unsupported|invalid)(?: CUDA)? (?:gpu|GPU|offload)? ?arch(?:itecture)?[^'\"\w]*['\"]?([\w:+-]+)", msg, re.IGNORECASE)
     if arch:
         return "arch_unsupported", arch.group(1)
     if re.search(r"cannot find (?:ROCm|HIP|CUDA|libdevice)|device library|No available targets|rocm-path", msg, re.IGNORECASE):
         return "toolchain", None
     return "compile_error", _first_quoted(msg)
+
+
+def _classify_cmake(message: str) -> tuple[str, str | None]:
+    """A configure failure: a missing ROCm/CUDA package is the environment; anything else the build."""
+    package = re.search(r'provided by\s+"([^"]+)"|find_package\w*\(\s*(\w+)|Could NOT find (\w+)', message)
+    name = next((g for g in package.groups() if g), None) if package else None
+    if re.search(r"\b(?:hip|HIP|rocm|ROCm|ROCM|roc\w+|hip\w+|amdgpu|CUDA|cuda|CUDAToolkit)\b", message):
+        return "toolchain", name
+    return "compile_error", name
 
 
 def _first_quoted(message: str) -> str | None:

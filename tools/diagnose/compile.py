@@ -151,6 +151,11 @@ class CompileParser:
         m = P.NVCC_HEADER.match(text)
         if m:
             return self._on_header(m, "nvcc", text)
+        m = P.CMAKE_ERROR.match(text)
+        if m:  # configure-time: the message is on the indented lines that follow
+            self._start(CompilerDiagnostic(m.group("file"), int(m.group("line")), None, m.group("cmd"), "cmake"), text)
+            self._context_left = 12
+            return True
         m = P.DRIVER_ERROR.match(text) or P.NVCC_FATAL.match(text)
         if m:
             tool = m.group("tool").rsplit("/", 1)[-1]
@@ -235,7 +240,9 @@ class CompileParser:
         diag = self._current
         if diag is None:
             return False
-        if not diag.source_line and not diag.notes and not set(text) <= set("^~ |0123456789"):
+        if diag.tool == "cmake":
+            diag.message = f"{diag.message}: {text}" if diag.message.isidentifier() else f"{diag.message} {text}"
+        elif not diag.source_line and not diag.notes and not set(text) <= set("^~ |0123456789"):
             source = text.split("|", 1)[1] if P.GCC_SOURCE.match(text) else text
             diag.source_line = source.strip()
             if P.GCC_SOURCE.match(text) and diag.tool == "clang":

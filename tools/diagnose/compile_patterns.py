@@ -50,6 +50,7 @@ MAKE_ERROR = re.compile(r"^(?:g?make|mingw32-make)(?:\[\d+\])?: \*\*\* (?:\[(?P<
 COMPILER_CMD = re.compile(
     r"(?:^|\s|&&\s*|\]\s)(?:\S*/)?(?P<tool>hipcc|nvcc|amdclang\+\+|clang\+\+(?:-\d+)?|clang(?:-\d+)?"
     r"|g\+\+(?:-\d+)?|gcc(?:-\d+)?|c\+\+)\s")
+CMAKE_ERROR = re.compile(r"^CMake Error at (?P<file>[^:]+):(?P<line>\d+) \((?P<cmd>[\w]+)\):$")
 LD_CONTEXT = re.compile(r"^(?:\S*/)?(?:ld|ld\.lld|ld\.gold): .*: in function [`'].*[`']:$|^>>> ")
 
 # Lines a wrapper prints when something under it failed: they carry no diagnosis of their own,
