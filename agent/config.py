@@ -109,6 +109,8 @@ class ServeSpec(_Section):
     dp: int = Field(1, ge=1)
     port: int | None = None
     """Fixed port; None picks a free one."""
+    extra_args: str = ""
+    """Flags appended to the profile's launch command (e.g. a framework-specific server option)."""
 
 
 class BenchSpec(_Section):
@@ -135,6 +137,10 @@ class PortJob(_Section):
     llm: LLMSpec = Field(default_factory=LLMSpec)
     serve: ServeSpec = Field(default_factory=ServeSpec)
     bench: BenchSpec = Field(default_factory=BenchSpec)
+    strategy: Literal["rules+llm", "rules", "llm", "naive", "none"] = "rules+llm"
+    """Who proposes patches: rules then the LLM (when configured), one of them alone, `naive` (rules+LLM,
+    but one patch at a time, each proven only by a full rebuild or relaunch: the eval baseline), or
+    `none` (validate only: build, load, serve, bench without patching)."""
 
 
 def _parse_value(text: str) -> Any:

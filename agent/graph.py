@@ -91,9 +91,17 @@ def after_apply(state: PortState) -> Literal["propose", "build", "load_check", "
     raise ValueError(f"unexpected failure_stage {state.failure_stage!r} after apply_check")
 
 
+def after_apply_naive(state: PortState) -> Literal["propose", "build", "load_check", "serve", "report"]:
+    """The naive baseline proves every patch by a full rebuild, or by a server launch for load faults."""
+    route = after_apply(state)
+    return "serve" if route == "load_check" else route
+
+
 def make_after_apply(env: RunEnv) -> Callable[[PortState], str]:
+    decide = after_apply_naive if env.job.strategy == "naive" else after_apply
+
     def route(state: PortState) -> Literal["propose", "build", "load_check", "serve", "report"]:
-        nxt = after_apply(state)
+        nxt = decide(state)
         if nxt == "serve" and budget_stop(state, env, "serve"):
             return "report"
         return nxt

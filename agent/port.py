@@ -38,11 +38,15 @@ class PortResult:
 
 
 def _proposers(job: PortJob, observer: Observer, model: Any | None, announce: bool) -> list[Proposer]:
-    proposers: list[Proposer] = [RulesProposer()]
-    llm = llm_proposer_for(job.llm, model=model)
+    if job.strategy == "none":
+        if announce:
+            observer.emit("note", message="strategy none: validate only, no patches will be proposed")
+        return []
+    proposers: list[Proposer] = [] if job.strategy == "llm" else [RulesProposer()]
+    llm = llm_proposer_for(job.llm, model=model) if job.strategy != "rules" else None
     if llm is not None:
         proposers.append(llm)
-    elif announce:
+    elif announce and job.strategy != "rules":
         observer.emit("note", message="no LLM endpoint configured (llm.base_url or OPENAI_BASE_URL, llm.model): "
                                       "rules-only run")
     return proposers

@@ -40,6 +40,8 @@ def check(state: PortState, env: RunEnv, proposal: dict, open_failures: list[dic
     only when the verdict is ok."""
     repo = Path(state.repo_dir)
     failure = proposal["failure"]
+    if env.job.strategy == "naive":
+        return _apply_unchecked(repo, proposal)
     if state.failure_stage == "build":
         verdict = validate_compile(env, repo, proposal, open_failures)
         if verdict.reason and verdict.applied and _applied(repo, proposal):
@@ -57,6 +59,16 @@ def check(state: PortState, env: RunEnv, proposal: dict, open_failures: list[dic
         revert_diff(repo, proposal["diff"])
     verdict.unmasked = [f for f in after if f not in still and not any(same_failure(f, o) for o in open_failures)]
     return verdict
+
+
+def _apply_unchecked(repo: Path, proposal: dict) -> Verdict:
+    """The naive baseline: no cheap check; the next full rebuild or relaunch is the only proof."""
+    try:
+        apply_diff(repo, proposal["diff"])
+    except PatchError as exc:
+        return Verdict(reason=str(exc), applied=False)
+    return Verdict(checks=[CheckResult(name="naive: no cheap check", ok=True,
+                                       detail="proven only by the next full rebuild or server launch")])
 
 
 def _applied(repo: Path, proposal: dict) -> bool:

@@ -68,8 +68,12 @@ def propose(state: PortState, env: RunEnv) -> dict:
     unfixable = list(state.unfixable)
     known_unfixable = {u["signature"] for u in unfixable}
     proposals: list[dict] = []
-    wave = state.failures + [{**s, "facts": {**s.get("facts", {}), "from_scan": True}} for s in masked_by_scan(state)]
+    naive = env.job.strategy == "naive"
+    masked = [] if naive else masked_by_scan(state)
+    wave = state.failures + [{**s, "facts": {**s.get("facts", {}), "from_scan": True}} for s in masked]
     for failure in wave:
+        if naive and proposals:
+            break  # the baseline patches one failure, then rebuilds or relaunches to see what is left
         sig = failure.get("signature") or failure["kind"]
         failure["signature"] = sig
         if sig in known_unfixable or any(p["failure_signature"] == sig for p in proposals):

@@ -37,6 +37,8 @@ def serve(state: PortState, env: RunEnv) -> dict:
     spec, launch = env.job.serve, env.profile.launch
     port = spec.port or free_port()
     cmd = launch_command(launch.command, model_path=env.job.model.path, port=port, tp=spec.tp, dp=spec.dp)
+    if spec.extra_args:
+        cmd = f"{cmd} {spec.extra_args}"
     if env.profile.serve_needs_gpu and not env.gpu:
         return _not_run(state, env, "not run: no GPU", cmd)
     counters = dict(state.counters)
