@@ -65,6 +65,20 @@ def apply_rules(name: str, rules: Sequence[PrefixRule]) -> str:
     return name
 
 
+def _renamer(rules: Sequence[PrefixRule]):
+    """apply_rules as one closure over plain (old, new) string prefixes: called once per tensor."""
+    pairs = [(f"{r.checkpoint}." if r.checkpoint else "", f"{r.framework}." if r.framework else "")
+             for r in rules]
+
+    def rename(name: str) -> str:
+        for old, new in pairs:
+            if name.startswith(old):
+                return new + name[len(old):]
+        return name
+
+    return rename
+
+
 def order_rules(rules: Iterable[PrefixRule]) -> list[PrefixRule]:
     """Most specific checkpoint prefix first, so a longer prefix always wins."""
     return sorted(set(rules), key=lambda r: (-len(r.checkpoint.split(".")) if r.checkpoint else 0,
@@ -95,10 +109,11 @@ def check_rules(rules: Sequence[PrefixRule], checkpoint: Iterable[str], expected
     want = set(expected)
     produced: set[str] = set()
     dropped, seen, collisions = [], {}, []
+    rename = _renamer(rules)
     for name in checkpoint:
-        if any(s in name for s in skip):
+        if skip and any(s in name for s in skip):
             continue
-        renamed = apply_rules(name, rules)
+        renamed = rename(name)
         if renamed in seen:
             collisions.append(f"{seen[renamed]} and {name} both become {renamed}")
         seen[renamed] = name
@@ -169,12 +184,16 @@ class _Search:
         self.is_name: set[Path_] = set(names)
         self.has_unmatched: set[Path_] = set()
         self.candidates: dict[Path_, dict[Translation, int]] = defaultdict(lambda: defaultdict(int))
-        for n in names:
-            for i in range(len(n)):
-                self.children[n[:i]].add(n[:i + 1])
         for n, (forward, targets) in unmatched.items():
             for i in range(len(n)):
                 self.has_unmatched.add(n[:i])
+        # the tree is only walked below nodes that hold unmatched names: build just that part
+        for n in names:
+            for i in range(len(n)):
+                if n[:i] not in self.has_unmatched:
+                    break
+                self.children[n[:i]].add(n[:i + 1])
+        for n, (forward, targets) in unmatched.items():
             for e in targets:
                 if (t := _translation(n, forward, e)) is not None:
                     self.add_candidate(n, t)
@@ -276,7 +295,8 @@ def _choose(solutions: tuple, names: list[str], want: set[str], mappings, skip, 
         problems = check_rules(rules, names, want, mappings, skip, optional)
         if problems:
             continue
-        mapping = tuple(sorted((n, r) for n in names if (r := apply_rules(n, rules)) != n))
+        rename = _renamer(rules)
+        mapping = tuple(sorted((n, r) for n in names if (r := rename(n)) != n))
         valid.setdefault(mapping, rules)
     if not valid:
         raise RemapError(f"the smallest remap is inconsistent: {'; '.join(problems)}")
