@@ -39,6 +39,12 @@ class Toolchains:
     timeout: float = 600
     extra_env: dict[str, str] = field(default_factory=dict)
 
+    def close(self) -> None:
+        """Close the sandboxes (containers are removed)."""
+        for box in (self.hip, self.cuda):
+            if box is not None:
+                box.close()
+
     @classmethod
     def from_profile(cls, hip: Sandbox, cuda: Sandbox | None, arch: str, profile=None) -> Toolchains:
         """Templates from the profile's `unit` section when given, else the defaults above."""

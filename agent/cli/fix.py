@@ -1,0 +1,105 @@
+"""`rocport fix REPO`: rule proposals for a log's (or a scan's) failures, validated and committed one by one."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from agent.cli.app import app, fail
+
+DEFAULT_IMAGE = "rocport/rocm-build:6.4"
+LOCAL = "local"
+
+
+def _failures(repo: Path, log: Path | None, from_scan: bool, profile) -> list:
+    if (log is None) == (not from_scan):
+        raise fail("give exactly one of --log LOG (diagnose a build/server log) or --from-scan (scan the repo)")
+    if log is not None:
+        from tools.diagnose import DiagnoseError, diagnose_file
+        try:
+            return diagnose_file(log, repo_root=repo)
+        except DiagnoseError as exc:
+            raise fail(str(exc)) from None
+    from tools.scan import ScanError, scan_repo
+    try:
+        return scan_repo(repo, profile=profile)
+    except ScanError as exc:
+        raise fail(str(exc)) from None
+
+
+def _toolchains(repo: Path, image: str, arch: str, profile):
+    from agent.validate import Toolchains, host_cuda_sandbox
+    from sandboxes.base import SandboxError
+    if image == LOCAL:
+        from sandboxes.local import LocalSandbox
+        hip = LocalSandbox(repo)
+    else:
+        from sandboxes.docker import DockerSandbox
+        try:
+            hip = DockerSandbox(image, repo)
+        except SandboxError as exc:
+            raise fail(f"{exc} (or pass --image local to use this machine's hipcc)") from None
+    tools = Toolchains.from_profile(hip, host_cuda_sandbox(repo), arch, profile)
+    tools.extra_env = {"HIP_PLATFORM": "amd"}
+    return tools
+
+
+def _print(records, console: Console, dry_run: bool) -> None:
+    if dry_run:
+        for rec in records:
+            for prop in rec.proposals:
+                console.print(f"[bold]{rec.failure.signature}[/] ({prop.proposer})\n{prop.rationale}")
+                console.out(prop.diff, highlight=False)
+    table = Table("failure", "file", "result", "commit / reason")
+    for rec in records:
+        commit = next((o.commit[:10] for o in rec.outcomes if o.commit), "")
+        table.add_row(f"{rec.failure.kind} {rec.failure.symbol or ''}", rec.failure.file or "", rec.status,
+                      commit or "; ".join(rec.reasons)[:200])
+    console.print(table)
+
+
+@app.command()
+def fix(
+    repo: Path = typer.Argument(..., help="The framework's git checkout."),  # noqa: B008
+    log: Path | None = typer.Option(None, "--log", help="A build or server log to diagnose."),  # noqa: B008
+    from_scan: bool = typer.Option(False, "--from-scan", help="Fix what `rocport scan` finds instead of a log."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the proposals; apply and commit nothing."),
+    arch: str | None = typer.Option(None, "--arch", help="ROCm target (default gfx942; gfx90a with --image local)."),
+    image: str = typer.Option(DEFAULT_IMAGE, "--image", help="ROCm build image for hipcc, or 'local' for the host's."),
+    profile: str | None = typer.Option(None, "--profile", help="Framework profile name or YAML path."),
+) -> None:
+    """Propose rule fixes, validate each with hipcc + nvcc, commit each kept patch on rocport/fix-<sha>."""
+    from agent.fix import FixError, fix_failures, start_branch
+    from agent.profiles import ProfileError, load_profile
+    from agent.rules import Workspace
+    from agent.validate import Validator
+
+    repo = repo.resolve()
+    if not repo.is_dir():
+        raise fail(f"{repo} is not a directory: pass the framework's git checkout")
+    try:
+        prof = load_profile(profile) if profile else None
+    except ProfileError as exc:
+        raise fail(str(exc)) from None
+    arch = arch or ("gfx90a" if image == LOCAL else "gfx942")
+    failures = _failures(repo, log, from_scan, prof)
+    ws = Workspace(root=repo, profile=prof, target_arch=arch)
+    console = Console()
+    if dry_run:
+        _print(fix_failures(ws, failures, None, dry_run=True), console, True)
+        return
+    tools = None
+    try:
+        branch = start_branch(repo)
+        tools = _toolchains(repo, image, arch, prof)
+        records = fix_failures(ws, failures, Validator(repo, tools))
+    except FixError as exc:
+        raise fail(str(exc)) from None
+    finally:
+        if tools is not None:
+            tools.close()
+    _print(records, console, False)
+    kept = sum(r.status == "kept" for r in records)
+    console.print(f"{kept} fix(es) committed on {branch}")

@@ -1,0 +1,115 @@
+"""A fix session: failures -> rule proposals -> validation -> one commit per kept patch on a work branch."""
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agent.rules import Workspace, fixers_for, propose_for
+from agent.validate import Validator, evidence
+from tools.records import Failure, PatchOutcome, Proposal
+
+WHAT = {"headers": "Guard CUDA headers for ROCm", "cub": "Use hipCUB on ROCm", "cuda_std": "Use std traits on ROCm",
+        "types": "Map CUDA low-precision types to HIP", "warp": "Route warp intrinsics through the compat header",
+        "warp_size": "Derive warp-size literals from WARP_SIZE", "python_imports": "Guard CUDA-only import",
+        "weight_names": "Remap checkpoint weight names", "quant_exclusion": "Remap quantization exclusions"}
+
+
+class FixError(ValueError):
+    """The repo cannot be fixed as asked (not a git repo, dirty tree, ...); one line, with what to do."""
+
+
+@dataclass
+class FixRecord:
+    """What the session did with one failure."""
+
+    failure: Failure
+    status: str
+    """kept | rejected | declined | no_rule | already_fixed | proposed (dry run)"""
+    proposals: list[Proposal] = field(default_factory=list)
+    outcomes: list[PatchOutcome] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+
+
+def git(root: Path, *args: str) -> str:
+    """Run git in the repo; FixError with git's first line of stderr when it fails."""
+    proc = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False, timeout=120)
+    if proc.returncode != 0:
+        first = (proc.stderr.strip().splitlines() or ["(no message)"])[0]
+        raise FixError(f"git {args[0]} failed in {root}: {first}")
+    return proc.stdout.strip()
+
+
+def start_branch(root: Path) -> str:
+    """Check out a fresh work branch `rocport/fix-<short HEAD>` (suffixed when it already exists)."""
+    if subprocess.run(["git", "rev-parse", "--git-dir"], cwd=root, capture_output=True, check=False).returncode:
+        raise FixError(f"{root} is not a git repository: rocport fix commits each patch, so run it on a git checkout")
+    if git(root, "status", "--porcelain", "--untracked-files=no"):
+        raise FixError(f"{root} has uncommitted changes to tracked files: commit or stash them first")
+    base = f"rocport/fix-{git(root, 'rev-parse', '--short', 'HEAD')}"
+    existing = set(git(root, "branch", "--list", f"{base}*", "--format=%(refname:short)").splitlines())
+    name, n = base, 2
+    while name in existing:
+        name, n = f"{base}-{n}", n + 1
+    git(root, "checkout", "-q", "-b", name)
+    return name
+
+
+def commit_message(failure: Failure, outcome: PatchOutcome) -> str:
+    """Subject: what was fixed where. Body: the failure it removes and the evidence."""
+    prop = outcome.proposal
+    family = prop.proposer.split(":", 1)[-1]
+    where = failure.file or (prop.files[0] if prop.files else "the repo")
+    subject = f"{WHAT.get(family, 'Fix ' + failure.kind)} in {where}"
+    body = [f"Fixes {failure.kind}: {failure.message}", f"Signature: {failure.signature}", "", prop.rationale,
+            "", "Evidence (rocport validation):", evidence(outcome) or "- no C/C++ unit touched; nothing compiled"]
+    return subject + "\n\n" + "\n".join(body) + "\n"
+
+
+def commit(root: Path, failure: Failure, outcome: PatchOutcome) -> str:
+    """Commit exactly the proposal's files; returns the commit sha."""
+    files = outcome.proposal.files
+    git(root, "add", "--", *files)
+    ident = [] if subprocess.run(["git", "config", "user.email"], cwd=root, capture_output=True,
+                                 check=False).returncode == 0 else ["-c", "user.name=rocport",
+                                                                   "-c", "user.email=rocport@localhost"]
+    git(root, *ident, "commit", "-q", "-m", commit_message(failure, outcome), "--", *files)
+    return git(root, "rev-parse", "HEAD")
+
+
+def dedupe(failures: list[Failure]) -> list[Failure]:
+    """One failure per (kind, file, symbol): a build log repeats the same error per target."""
+    seen, out = set(), []
+    for f in failures:
+        key = (f.kind, f.file, f.symbol)
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out
+
+
+def fix_failures(ws: Workspace, failures: list[Failure], validator: Validator | None,
+                 dry_run: bool = False) -> list[FixRecord]:
+    """Propose for every failure in order; validate and commit each kept patch (nothing applied in a dry run)."""
+    records = []
+    for failure in dedupe(failures):
+        if not fixers_for(failure.kind):
+            records.append(FixRecord(failure, "no_rule"))
+            continue
+        result = propose_for(failure, ws)
+        record = FixRecord(failure, "declined" if result.declines else "already_fixed",
+                           proposals=result.proposals, reasons=list(result.declines))
+        records.append(record)
+        for proposal in result.proposals:
+            if dry_run or validator is None:
+                record.status = "proposed"
+                continue
+            outcome = validator.validate(proposal, failure)
+            record.outcomes.append(outcome)
+            if outcome.kept:
+                outcome.commit = commit(ws.root, failure, outcome)
+                record.status = "kept"
+                break
+            record.status = "rejected"
+            record.reasons.append(outcome.reason)
+    return records

@@ -1,0 +1,90 @@
+"""`rocport fix` through its real entry point: several families fixed in one run, one commit per fix."""
+from __future__ import annotations
+
+import subprocess
+
+from typer.testing import CliRunner
+
+from agent.cli import app
+
+HEADERS = """#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+
+__global__ void half_scale(__half* x) { x[threadIdx.x] = __float2half(__half2float(x[threadIdx.x]) * 2.f); }
+"""
+WARP = """#ifdef USE_ROCM
+#include <hip/hip_runtime.h>
+#else
+#include <cuda_runtime.h>
+#endif
+
+__global__ void warp_max(float* x) {
+  float v = x[threadIdx.x];
+  for (int offset = 16; offset > 0; offset /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffff, v, offset));
+  if (threadIdx.x % 32 == 0) x[threadIdx.x / 32] = v;
+}
+"""
+TRAITS = """#include <cuda/std/type_traits>
+
+template <typename T> __global__ void zero(T* x) { if (cuda::std::is_integral<T>::value) x[threadIdx.x] = 0; }
+template __global__ void zero<int>(int*);
+"""
+
+
+def _git(root, *args) -> str:
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout
+
+
+def _fix(*args):
+    return CliRunner().invoke(app, ["fix", *map(str, args)])
+
+
+def test_fix_from_scan_commits_one_fix_per_family(git_repo, hipcc, nvcc):
+    root = git_repo({"csrc/half.cu": HEADERS, "csrc/ops/warp.cu": WARP, "csrc/zero.cu": TRAITS})
+    result = _fix(root, "--from-scan", "--image", "local")
+    assert result.exit_code == 0, result.output
+    assert _git(root, "branch", "--show-current").startswith("rocport/fix-")
+    subjects = _git(root, "log", "--format=%s", "main..HEAD").splitlines()
+    assert sorted(subjects) == ["Guard CUDA headers for ROCm in csrc/half.cu",
+                                "Route warp intrinsics through the compat header in csrc/ops/warp.cu",
+                                "Use std traits on ROCm in csrc/zero.cu"]
+    body = _git(root, "log", "-1", "--format=%b", "--grep=Guard CUDA headers")
+    assert "hipcc -x hip -DUSE_ROCM --offload-arch=gfx90a" in body and "[ok] cuda -E identity" in body
+    assert "[ok] nvcc csrc/half.cu: compiles" in body
+    assert _git(root, "status", "--porcelain") == ""
+    again = _fix(root, "--from-scan", "--image", "local", "--dry-run")  # idempotent: nothing left to propose
+    assert again.exit_code == 0 and "diff --git" not in again.output
+
+
+def test_fix_from_log_in_rocm_image(git_repo, rocm_image, nvcc):
+    root = git_repo({"csrc/half.cu": HEADERS})
+    log = root.parent / "build.log"
+    log.write_text("csrc/half.cu:1:10: fatal error: 'cuda_runtime.h' file not found\n"
+                   "#include <cuda_runtime.h>\n         ^~~~~~~~~~~~~~~~\n"
+                   "1 error generated when compiling for gfx942.\n")
+    result = _fix(root, "--log", log, "--arch", "gfx942")
+    assert result.exit_code == 0, result.output
+    body = _git(root, "log", "-1", "--format=%B")
+    assert body.startswith("Guard CUDA headers for ROCm in csrc/half.cu") and "--offload-arch=gfx942" in body
+
+
+def test_dry_run_prints_without_touching_the_repo(git_repo):
+    root = git_repo({"csrc/half.cu": HEADERS})
+    result = _fix(root, "--from-scan", "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "+#include <hip/hip_runtime.h>" in result.output
+    assert _git(root, "status", "--porcelain") == "" and _git(root, "branch", "--show-current").strip() == "main"
+
+
+def test_bad_input_is_one_line(git_repo, tmp_path):
+    root = git_repo({"a.cu": "int x;\n"})
+    both = _fix(root)
+    assert both.exit_code == 2 and "exactly one of --log" in both.output
+    (root / "a.cu").write_text("dirty\n")
+    dirty = _fix(root, "--from-scan", "--image", "local")
+    assert dirty.exit_code == 2 and "uncommitted changes" in dirty.output and "Traceback" not in dirty.output
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "k.cu").write_text(HEADERS)
+    nogit = _fix(plain, "--from-scan", "--image", "local")
+    assert nogit.exit_code == 2 and "not a git repository" in nogit.output
