@@ -17,6 +17,7 @@ from tools.diagnose.collect import Collector
 from tools.diagnose.compile import CompileParser
 from tools.diagnose.lines import DiagnoseError, iter_file_lines, iter_text_lines
 from tools.diagnose.python import bare_exception_failure, is_wrapper, traceback_failures
+from tools.diagnose.python_facts import weight_line
 from tools.diagnose.runtime import looks_like_error, match_runtime
 from tools.diagnose.traceback import PyTraceback, TracebackParser
 from tools.records import Failure
@@ -53,6 +54,7 @@ class _Diagnoser:
         self.tracebacks = TracebackParser(self._on_traceback)
         self.wrapper_tracebacks: list[Failure] = []
         self.recent: deque[str] = deque(maxlen=3)
+        self.weight_notice: Failure | None = None
 
     def run(self, lines: Iterable[str]) -> list[Failure]:
         for line in lines:
@@ -71,12 +73,30 @@ class _Diagnoser:
         text = line.strip()
         if not text:
             return
+        if self._weight_line(text):
+            return
         failure = bare_exception_failure(text) or self._runtime(text)
         if failure is None and looks_like_error(text):
             failure = Failure(kind="unknown", message=text[:500], excerpt=self._excerpt(text),
                               source=self.source or "log")
         if failure is not None:
             self.collector.add(failure)
+
+    def _weight_line(self, text: str) -> bool:
+        """Weight names logged line by line fold into one weight_name failure (one per log)."""
+        found = weight_line(text)
+        if found is None:
+            return False
+        symbol, facts = found
+        if self.weight_notice is None:
+            self.weight_notice = Failure(kind="weight_name", message=text[:500], symbol=symbol,
+                                         excerpt=self._excerpt(text), source=self.source or "log", facts=facts)
+            self.collector.add(self.weight_notice)
+            return True
+        for key, names in facts.items():
+            merged = self.weight_notice.facts.setdefault(key, [])
+            merged.extend(n for n in names if n not in merged and len(merged) < 500)
+        return True
 
     def _runtime(self, text: str) -> Failure | None:
         hit = match_runtime(text)

@@ -52,7 +52,8 @@ def weight_facts(exc: PyException, code: str) -> tuple[str, str | None, dict] | 
     if exc.type.endswith("KeyError"):
         name = msg.strip().strip("'\"")
         if _WEIGHT_NAME.match(name) or re.search(r"params_dict|state_dict|weights?\[", code):
-            return "weight_name", name, {"missing": [name]} if "params_dict" in code else {}
+            # the checkpoint offered a name no registered parameter has: a name not consumed
+            return "weight_name", name, {"unexpected": [name]} if "params_dict" in code else {}
         return None
     facts: dict = {}
     for m in _KEY_LIST.finditer(msg):
@@ -67,6 +68,20 @@ def weight_facts(exc: PyException, code: str) -> tuple[str, str | None, dict] | 
         return None
     names = facts.get("missing") or facts.get("unexpected") or [None]
     return "weight_name", names[0], facts
+
+
+_NOT_IN_PARAMS = re.compile(r"Parameter (?P<name>[\w.]+) not found in params_dict")
+
+
+def weight_line(text: str) -> tuple[str | None, dict] | None:
+    """Weight-name facts logged as a plain line (vLLM's warning list, sglang's per-parameter notice)."""
+    m = _NOT_IN_PARAMS.search(text)
+    if m:
+        return m.group("name"), {"unexpected": [m.group("name")]}
+    if "checkpoint" not in text and "key(s)" not in text:
+        return None
+    found = weight_facts(PyException("log", text), "")
+    return (found[1], found[2]) if found else None
 
 
 def all_size_mismatches(message: str) -> list[tuple[str | None, list[int], list[int]]]:

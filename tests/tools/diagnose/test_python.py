@@ -118,3 +118,17 @@ def test_garbage_never_crashes_and_error_looking_lines_become_unknown():
     failures = diagnose_text("step 3\nerror: the frobnicator exploded\nstep 4\n")
     assert [(f.kind, f.message) for f in failures] == [("unknown", "error: the frobnicator exploded")]
     assert failures[0].excerpt.splitlines() == ["step 3", "error: the frobnicator exploded"]
+
+
+def test_weight_names_logged_line_by_line_fold_into_one_failure():
+    log = """\
+[2026-03-11 17:25:41] Parameter model.layers.0.mixer.out_proj.input_scale not found in params_dict
+[2026-03-11 17:25:41] Parameter model.layers.0.mixer.out_proj.weight_scale not found in params_dict
+WARNING 01-07 07:39:33 gemma2.py:372] Some weights are not initialized from checkpoints: {'layers.23.mlp.down_proj.weight', 'layers.3.mlp.gate_up_proj.weight'}
+"""
+    (failure,) = diagnose_text(log)
+    assert failure.kind == "weight_name"
+    assert failure.symbol == "model.layers.0.mixer.out_proj.input_scale"
+    assert failure.facts["unexpected"] == ["model.layers.0.mixer.out_proj.input_scale",
+                                           "model.layers.0.mixer.out_proj.weight_scale"]
+    assert failure.facts["missing"] == ["layers.23.mlp.down_proj.weight", "layers.3.mlp.gate_up_proj.weight"]
