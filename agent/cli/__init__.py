@@ -3,6 +3,7 @@ from agent.cli.app import app
 
 # Command modules, one line each; importing one registers its commands on `app`.
 from agent.cli import image  # noqa: E402,F401
+from agent.cli import scan  # noqa: E402,F401
 from agent.cli import doctor  # noqa: E402,F401
 from agent.cli import weights  # noqa: E402,F401
 from agent.cli import port  # noqa: E402,F401

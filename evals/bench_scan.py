@@ -1,0 +1,93 @@
+"""Time `rocport scan` against `grep -rE` of the same raw patterns over one generated tree.
+
+The tree (evals/scan_corpus.py) has thousands of real-shaped .cu/.cuh/.cpp/.py files. grep is the
+floor: it matches the raw patterns with no preprocessor, comment or Python awareness. The scan is
+timed as a library call (`scan_report`, parallel workers) and through the real CLI (a fresh
+`rocport scan` process, interpreter start-up included). Best of --repeat runs, warm page cache.
+
+    python3 evals/bench_scan.py [--kernels 2000] [--python 1500] [--repeat 3] [--jobs N]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from evals.scan_corpus import write_tree
+from tools.scan import scan_report
+
+GREP_PATTERN = (
+    r'#[[:space:]]*include[[:space:]]*[<"](cuda[_a-zA-Z0-9]*\.h|cub/|cuda/std/)'
+    r"|__shfl_(xor_|up_|down_)?sync|__syncwarp|__activemask|__ballot_sync|__(any|all)_sync"
+    r"|__nv_(bfloat16|fp8)[a-z0-9_]*|CUB_WARP_THREADS|%[[:space:]]*32|&[[:space:]]*(31|0x1f)|>>[[:space:]]*5"
+    r"|0xffffffff|\[32\]|asm[[:space:]]+volatile|cuda[A-Z][a-zA-Z_]*|cuGetProcAddress|cuTensorMap"
+    r"|import[[:space:]]+(deep_gemm|flashinfer|flash_mla)|float8_e4m3fn|torch\.version\.cuda"
+)
+
+
+def best_of(repeat: int, fn: Callable[[], object]) -> tuple[float, object]:
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+def run_grep(root: Path) -> int:
+    """Matching lines, read through a pipe (grep short-circuits when its stdout is /dev/null)."""
+    proc = subprocess.run(["grep", "-rEn", "-e", GREP_PATTERN, str(root)], stdout=subprocess.PIPE, check=False)
+    return proc.stdout.count(b"\n")
+
+
+def run_cli(root: Path, out: Path, jobs: int | None) -> int:
+    exe = shutil.which("rocport")
+    cli = [exe] if exe else [sys.executable, "-c", "from agent.cli import main; main()"]
+    cmd = cli + ["scan", str(root), "--format", "json", "--output", str(out)]
+    cmd += ["--jobs", str(jobs)] if jobs else []
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return out.stat().st_size
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kernels", type=int, default=2000)
+    ap.add_argument("--headers", type=int, default=500)
+    ap.add_argument("--bindings", type=int, default=300)
+    ap.add_argument("--python", type=int, default=1500)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--jobs", type=int, default=None)
+    ap.add_argument("--keep", action="store_true", help="keep the generated tree and print its path")
+    args = ap.parse_args(argv)
+    if not shutil.which("grep"):
+        sys.exit("bench_scan: grep not found on PATH")
+    tmp = Path(tempfile.mkdtemp(prefix="rocport-bench-scan-"))
+    try:
+        root = tmp / "tree"
+        size = write_tree(root, kernels=args.kernels, headers=args.headers, bindings=args.bindings,
+                          python=args.python)
+        files = args.kernels + args.headers + args.bindings + args.python + 1
+        run_grep(root)  # warm the page cache for both sides
+        grep_s, grep_lines = best_of(args.repeat, lambda: run_grep(root))
+        lib_s, report = best_of(args.repeat, lambda: scan_report(root, jobs=args.jobs))
+        cli_s, _ = best_of(args.repeat, lambda: run_cli(root, tmp / "scan.json", args.jobs))
+        print(f"tree: {files} files, {size / 1e6:.1f} MB, cpus={os.cpu_count()}, jobs={args.jobs or 'auto'}")
+        print(f"grep -rE (raw patterns)   {grep_s:7.3f} s  {grep_lines} matching lines")
+        print(f"scan_report (library)     {lib_s:7.3f} s  {len(report.findings)} findings  "
+              f"ratio {lib_s / grep_s:.2f}x grep")
+        print(f"rocport scan (CLI, json)  {cli_s:7.3f} s  ratio {cli_s / grep_s:.2f}x grep")
+        if args.keep:
+            print(f"tree kept at {root}")
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

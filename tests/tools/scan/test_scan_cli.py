@@ -1,0 +1,116 @@
+"""`rocport scan` through its real entry point: table, JSON, SARIF 2.1.0, --output, errors."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from agent.cli import app
+from tests.tools.scan.helpers import write
+from tools.records import KINDS
+
+TREE = {
+    "csrc/k.cu": "#include <cuda_bf16.h>\n#ifndef USE_ROCM\n#include <cub/cub.cuh>\n#endif\n"
+                 "__device__ float f(float v) { return __shfl_xor_sync(0xffffffff, v, 1); }\n"
+                 "__device__ int lane() { return threadIdx.x % 32; }\n",
+    "srt/layers/m.py": "import torch\nimport deep_gemm\n",
+}
+
+
+def rocport(*args: str) -> subprocess.CompletedProcess:
+    exe = shutil.which("rocport")
+    cmd = [exe] if exe else [sys.executable, "-c", "from agent.cli import main; main()"]
+    return subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=120, check=False)
+
+
+def check_sarif(log: dict) -> None:
+    """The SARIF 2.1.0 fields GitHub code scanning requires (the schema is not available offline)."""
+    assert log["version"] == "2.1.0" and "sarif-2.1.0" in log["$schema"]
+    (run,) = log["runs"]
+    driver = run["tool"]["driver"]
+    assert driver["name"] == "rocport"
+    rule_ids = [r["id"] for r in driver["rules"]]
+    assert len(rule_ids) == len(set(rule_ids))
+    for rule in driver["rules"]:
+        assert rule["id"] in KINDS and rule["help"]["text"] and rule["shortDescription"]["text"]
+        assert rule["defaultConfiguration"]["level"] in ("none", "note", "warning", "error")
+    for result in run["results"]:
+        assert result["ruleId"] in rule_ids and rule_ids[result["ruleIndex"]] == result["ruleId"]
+        assert result["level"] in ("none", "note", "warning", "error")
+        assert result["message"]["text"]
+        (loc,) = result["locations"]
+        phys = loc["physicalLocation"]
+        assert phys["artifactLocation"]["uri"] and not phys["artifactLocation"]["uri"].startswith("/")
+        assert phys["region"]["startLine"] >= 1 and phys["region"]["startColumn"] >= 1
+        assert all(isinstance(v, str) and v for v in result["partialFingerprints"].values())
+
+
+def test_sarif_through_the_real_cli(tmp_path):
+    root = write(tmp_path / "repo", TREE)
+    out = tmp_path / "scan.sarif"
+    proc = rocport("scan", str(root), "--format", "sarif", "--output", str(out))
+    assert proc.returncode == 0, proc.stderr
+    log = json.loads(out.read_text())
+    check_sarif(log)
+    results = log["runs"][0]["results"]
+    where = sorted((r["ruleId"], r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+                    r["locations"][0]["physicalLocation"]["region"]["startLine"]) for r in results)
+    assert where == [("cuda_header", "csrc/k.cu", 1), ("cuda_only_dep", "srt/layers/m.py", 2),
+                     ("warp_intrinsic", "csrc/k.cu", 5), ("warp_size", "csrc/k.cu", 6)]
+    assert "wrote 4 finding(s)" in proc.stderr
+
+
+def test_json_through_the_real_cli_is_a_list_of_failures(tmp_path):
+    root = write(tmp_path / "repo", TREE)
+    proc = rocport("scan", str(root), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    items = json.loads(proc.stdout)
+    assert [(i["kind"], i["file"], i["line"], i["symbol"], i["facts"]["fix_family"]) for i in items] == [
+        ("cuda_header", "csrc/k.cu", 1, "cuda_bf16.h", "guard_cuda_headers"),
+        ("warp_intrinsic", "csrc/k.cu", 5, "__shfl_xor_sync", "warp_compat"),
+        ("warp_size", "csrc/k.cu", 6, "% 32", "warp_size_source"),
+        ("cuda_only_dep", "srt/layers/m.py", 2, "deep_gemm", "platform_guarded_import"),
+    ]
+    assert all(i["source"] == "scan" and i["signature"] for i in items)
+
+
+def test_table_lists_kind_place_construct_and_fix(tmp_path):
+    root = write(tmp_path / "repo", TREE)
+    result = CliRunner().invoke(app, ["scan", str(root)], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert "4 finding(s) in 2 file(s)" in result.output
+    row = next(line for line in result.output.splitlines() if "cuda_bf16.h" in line)
+    assert "cuda_header" in row and "csrc/k.cu:1" in row and "guard_cuda_headers" in row
+
+
+def test_hipify_flag_and_profile_hide_translated_constructs(tmp_path):
+    root = write(tmp_path / "repo", TREE)
+    profile = tmp_path / "hip.yaml"
+    profile.write_text("name: hip\nhipify_at_build: true\nbuild:\n  rocm: make\nlaunch:\n  command: serve\n")
+    for extra in (["--hipify"], ["--profile", str(profile)]):
+        result = CliRunner().invoke(app, ["scan", str(root), "--format", "json", *extra])
+        assert result.exit_code == 0, result.output
+        assert [i["symbol"] for i in json.loads(result.output)] == ["__shfl_xor_sync", "% 32", "deep_gemm"]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["scan", "/nonexistent/repo"], "/nonexistent/repo: no such file or directory"),
+    (["scan", ".", "--profile", "no-such-framework"], "no profile 'no-such-framework'"),
+    (["scan", ".", "--format", "xml"], "xml"),
+])
+def test_bad_input_is_a_one_line_error(args, message):
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_skipped_files_are_reported_on_stderr(tmp_path):
+    root = write(tmp_path / "repo", {"k.cu": b"\x00\x01binary", "m.py": "x = 1\n"})
+    proc = rocport("scan", str(root), "--format", "json")
+    assert proc.returncode == 0 and json.loads(proc.stdout) == []
+    assert "skipped k.cu: binary file" in proc.stderr

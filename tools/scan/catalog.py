@@ -1,0 +1,132 @@
+"""What counts as a CUDA-only construct: headers, identifiers, PTX opcodes, and their fix families.
+
+Kinds are the taxonomy of FAILURE_CLASSES.md; fix families name the rule that repairs them.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Construct:
+    """How one matched construct is reported."""
+
+    kind: str
+    fix_family: str
+    note: str
+    """Why it breaks on ROCm, one clause."""
+    hip_equivalent: str | None = None
+
+
+# CUDA toolkit headers with no same-named HIP header. None: no 1:1 HIP header (driver API etc.).
+CUDA_HEADERS: dict[str, str | None] = {
+    "cuda_runtime.h": "hip/hip_runtime.h", "cuda_runtime_api.h": "hip/hip_runtime_api.h",
+    "cuda.h": None, "cudaTypedefs.h": None, "cuda_bf16.h": "hip/hip_bf16.h",
+    "cuda_bf16.hpp": "hip/hip_bf16.h", "cuda_fp16.h": "hip/hip_fp16.h", "cuda_fp16.hpp": "hip/hip_fp16.h",
+    "cuda_fp8.h": "hip/hip_fp8.h", "cuda_fp8.hpp": "hip/hip_fp8.h", "cuda_fp6.h": None, "cuda_fp4.h": None,
+    "cuda_pipeline.h": None, "cuda_pipeline_primitives.h": None, "cuda_awbarrier.h": None,
+    "cuda_awbarrier_primitives.h": None, "cuda_profiler_api.h": "hip/hip_runtime_api.h",
+    "cuda_occupancy.h": None, "cuda_device_runtime_api.h": None, "cuda_texture_types.h":
+    "hip/hip_texture_types.h", "device_launch_parameters.h": "hip/hip_runtime.h",
+    "cooperative_groups.h": "hip/hip_cooperative_groups.h", "mma.h": None, "math_constants.h": None,
+    "vector_types.h": "hip/hip_vector_types.h", "cuComplex.h": "hip/hip_complex.h",
+    "curand.h": "hiprand/hiprand.h", "curand_kernel.h": "hiprand/hiprand_kernel.h",
+    "cublas_v2.h": "hipblas/hipblas.h", "cublas.h": "hipblas/hipblas.h", "cublasLt.h": "hipblaslt/hipblaslt.h",
+    "cusparse.h": "hipsparse/hipsparse.h", "cufft.h": "hipfft/hipfft.h", "cudnn.h": None,
+    "nvrtc.h": "hip/hiprtc.h", "nccl.h": "rccl/rccl.h", "nvToolsExt.h": "roctracer/roctx.h",
+    "nvml.h": None, "cusolverDn.h": "hipsolver/hipsolver.h",
+}
+CUDA_HEADER_PREFIXES = ("cooperative_groups/", "crt/", "nvtx3/", "cuda/")
+CUDA_STD_TO_STD = {"type_traits", "limits", "cstdint", "utility", "array", "tuple", "functional",
+                   "cmath", "climits", "cstddef", "bit", "span", "cassert", "initializer_list", "ratio",
+                   "complex", "optional", "variant"}
+
+
+def classify_header(header: str) -> Construct | None:
+    """The construct an `#include` of `header` is, or None when it is not CUDA-only."""
+    if header.startswith("cub/"):
+        return Construct("cub", "hipcub_alias", "CUB is CUDA-only; ROCm has hipCUB", "hipcub/hipcub.hpp")
+    if header.startswith("cuda/"):
+        tail = header.removeprefix("cuda/std/")
+        if header.startswith("cuda/std/") and tail in CUDA_STD_TO_STD:
+            return Construct("cuda_std", "cuda_std_to_std", "libcu++ is CUDA-only", f"<{tail}>")
+        return Construct("cuda_std", "libhipcxx_or_exclude",
+                         "libcu++ facility with no host-std equivalent (needs libhipcxx)")
+    if header in CUDA_HEADERS or header.startswith(CUDA_HEADER_PREFIXES):
+        hip = CUDA_HEADERS.get(header)
+        note = "CUDA toolkit header" + ("" if hip else " with no 1:1 HIP header")
+        return Construct("cuda_header", "guard_cuda_headers", note, hip)
+    return None
+
+
+WARP_INTRINSICS = ("__shfl_sync", "__shfl_xor_sync", "__shfl_up_sync", "__shfl_down_sync", "__syncwarp",
+                   "__activemask", "__ballot_sync", "__any_sync", "__all_sync", "__uni_sync",
+                   "__match_any_sync", "__match_all_sync", "__reduce_add_sync", "__reduce_min_sync",
+                   "__reduce_max_sync", "__reduce_and_sync", "__reduce_or_sync", "__reduce_xor_sync")
+# HIP ships __ldg (hip/amd_detail/hip_ldg.h), so it is not reported.
+
+_DRIVER_FAMILIES = ("GetProcAddress", "TensorMap", "Init", "Device", "Ctx", "Module", "Mem", "Stream", "Event",
+                    "Launch", "Func", "Graph", "Link", "Occupancy", "Pointer", "GetError", "DriverGetVersion",
+                    "Array", "Tex", "Surf")
+_WARP_TAILS = "|".join(name.removeprefix("__") for name in WARP_INTRINSICS)
+# Grouped by first characters (a trie) so each candidate position costs one or two literal tests.
+_IDENTIFIERS = (
+    r"(?:__(?:" + _WARP_TAILS + r"|nv_\w+|NV_E[45]M[23])"
+    r"|cu(?:da[A-Z]\w*|blas(?:Lt)?[A-Z]\w*|(?:" + "|".join(_DRIVER_FAMILIES) + r")\w*)"
+    r"|CU(?:B_(?:PTX_)?(?:LOG_)?WARP_THREADS|[a-z]\w*)"
+    r"|nv_bfloat162?|PFN_cu\w+)\b"
+)
+IDENTIFIER_RE = re.compile(r"\b" + _IDENTIFIERS)
+IDENTIFIER_SEARCH = re.compile(_IDENTIFIERS)
+"""Without the leading \\b, which defeats the engine's first-character skip; callers check the
+character before a match themselves."""
+
+_DRIVER_RUNTIME = ("cudaGetDriverEntryPoint",)
+
+
+def classify_identifier(name: str) -> Construct | None:
+    """The construct a CUDA identifier is, or None for names the scanner does not report."""
+    if name in WARP_INTRINSICS:
+        return Construct("warp_intrinsic", "warp_compat",
+                         "CUDA warp intrinsic; HIP shuffles default to width 64 and take 64-bit masks")
+    if name.startswith("CUB_"):
+        return Construct("warp_size", "warp_size_source", "CUB warp-size macro, undeclared under hipCUB")
+    if name.startswith(("__nv_", "nv_bfloat", "__NV_")):
+        return _type_construct(name)
+    if name.startswith("cublas"):
+        return Construct("cublas", "hipblas_rename", "cuBLAS API", name.replace("cublas", "hipblas", 1))
+    if name.startswith(_DRIVER_RUNTIME) or name.startswith(("cu", "CU", "PFN_cu")) and not \
+            name.startswith("cuda"):
+        return Construct("stream_api", "driver_api_guard", "CUDA driver API with no 1:1 HIP equivalent")
+    if name.startswith("cuda"):
+        return Construct("stream_api", "hip_runtime_rename", "CUDA runtime API",
+                         "hip" + name.removeprefix("cuda"))
+    return None
+
+
+def _type_construct(name: str) -> Construct | None:
+    low = name.lower()
+    if "bfloat16" in low:
+        return Construct("bf16_type", "hip_bf16_typedef", "CUDA bf16 type; ROCm's is __hip_bfloat16 "
+                         "(not the rocBLAS hip_bfloat16)", name.replace("__nv_", "__hip_").replace(
+                             "nv_bfloat", "__hip_bfloat") if name.startswith(("__nv_", "nv_")) else None)
+    if any(t in low for t in ("fp8", "fp6", "fp4", "__nv_e", "e4m3", "e5m2")):
+        return Construct("fp8_type", "fp8_fnuz_ocp", "CUDA fp8 type; key ROCm's on HIP_FP8_TYPE_FNUZ/OCP "
+                         "(gfx942 is fnuz, gfx950 is OCP)", name.replace("__nv_", "__hip_"))
+    if "half" in low:
+        return Construct("fp16_type", "hip_fp16_typedef", "CUDA-specific half type", "__half")
+    return None
+
+
+# PTX that needs a rewrite to MFMA or an exclusion: judgment, not a rule.
+TENSOR_CORE_PTX = ("mma", "wgmma", "ldmatrix", "stmatrix", "movmatrix", "cp.async", "cp.reduce.async",
+                   "mbarrier", "tcgen05", "wmma", "setmaxnreg", "griddepcontrol", "elect", "tensormap",
+                   "fence.proxy")
+
+
+def ptx_construct(opcode: str) -> Construct:
+    if opcode.startswith(TENSOR_CORE_PTX):
+        return Construct("inline_ptx", "ptx_mfma_or_exclude",
+                         "tensor-core/async PTX: needs an MFMA rewrite or exclusion (judgment)")
+    return Construct("inline_ptx", "ptx_to_c", "inline PTX; rewrite as plain C or a HIP builtin")

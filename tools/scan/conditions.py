@@ -1,0 +1,225 @@
+"""Evaluate `#if` expressions under one build configuration, with 'unknown' as a third value.
+
+A configuration says which macros are defined (and to what) in a ROCm build or a CUDA build.
+Macros it does not know are unknown, not 0: `#ifdef ENABLE_BF16` may or may not be compiled,
+so code under it is still scanned. Logic is Kleene's: `0 && unknown` is 0, `1 || unknown` is 1.
+Values are ints or None (unknown); a malformed expression is unknown, never an exception.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+UNKNOWN = None
+
+
+@dataclass(frozen=True)
+class Macro:
+    """What a configuration knows about one macro."""
+
+    defined: bool | None
+    """True, False, or None when it depends on things the scanner cannot see."""
+    value: int | None = None
+    """Its integer value when defined to one; None when unknown or not an integer."""
+
+
+@dataclass
+class BuildConfig:
+    """The macros one build defines; anything not listed is unknown."""
+
+    name: str
+    macros: dict[str, Macro] = field(default_factory=dict)
+    header_exists: dict[str, bool] = field(default_factory=dict)
+    """Prefix of a header path -> whether `__has_include` finds it in this build."""
+
+    def copy(self) -> BuildConfig:
+        return BuildConfig(self.name, dict(self.macros), self.header_exists)
+
+    def lookup(self, name: str) -> Macro:
+        return self.macros.get(name, Macro(None))
+
+
+_DEF, _UNDEF = Macro(True, 1), Macro(False)
+_CUDA_HEADERS = {"cuda": True, "cub/": True, "cuda_": True, "cudaTypedefs": True, "cublas": True,
+                 "hip/": False, "hipcub/": False, "rocprim/": False, "rocwmma/": False, "hipblas": False}
+
+
+def rocm_config(hipify: bool = False) -> BuildConfig:
+    """hip-clang on AMD (checked with `hipcc -dM -E`): HIP macros defined, CUDA compiler macros not.
+
+    Under build-time hipify, `__CUDACC__` is rewritten to `__HIPCC__`, so it reads as defined.
+    """
+    defined = ["USE_ROCM", "__HIP_PLATFORM_AMD__", "__HIP_PLATFORM_HCC__", "__HIPCC__", "__HIP__",
+               "__clang__"]
+    undefined = ["__HIP_PLATFORM_NVIDIA__", "__HIP_PLATFORM_NVCC__", "__NVCC__", "__CUDA_ARCH__",
+                 "__CUDA_ARCH_LIST__", "__CUDACC_VER_MAJOR__", "__CUDACC_VER_MINOR__", "CUDA_VERSION",
+                 "CUDART_VERSION", "__CUDA__", "USE_CUDA"]
+    macros = {m: _DEF for m in defined} | {m: _UNDEF for m in undefined}
+    macros["__CUDACC__"] = _DEF if hipify else _UNDEF
+    for name in ("HIP_VERSION", "HIP_VERSION_MAJOR", "HIP_VERSION_MINOR", "ROCM_VERSION"):
+        macros[name] = Macro(True, None)
+    prefixes = {k: not v for k, v in _CUDA_HEADERS.items()}
+    return BuildConfig("rocm", macros, prefixes)
+
+
+def cuda_config() -> BuildConfig:
+    """nvcc: CUDA compiler macros defined, every HIP/ROCm macro undefined; __CUDA_ARCH__ per pass."""
+    defined = ["__CUDACC__", "__NVCC__"]
+    undefined = ["USE_ROCM", "__HIP_PLATFORM_AMD__", "__HIP_PLATFORM_HCC__", "__HIPCC__", "__HIP__",
+                 "__HIP_DEVICE_COMPILE__", "HIP_VERSION", "ROCM_VERSION", "__HIP_PLATFORM_NVIDIA__"]
+    macros = {m: _DEF for m in defined} | {m: _UNDEF for m in undefined}
+    return BuildConfig("cuda", macros, dict(_CUDA_HEADERS))
+
+
+_TOKEN = re.compile(
+    r"\s*(?:(?P<num>0[xX][0-9a-fA-F]+|\d+)[uUlL]*"
+    r"|(?P<id>[A-Za-z_]\w*)"
+    r"|(?P<hdr><[\w./+-]+>|\"[^\"\n]*\")"
+    r"|(?P<op>&&|\|\||==|!=|<=|>=|<<|>>|[-+*/%<>!~&|^?:(),]))"
+)
+
+# Binary operators by precedence, loosest first (C's table, minus assignment and comma).
+_LEVELS = [("||",), ("&&",), ("|",), ("^",), ("&",), ("==", "!="), ("<", ">", "<=", ">="),
+           ("<<", ">>"), ("+", "-"), ("*", "/", "%")]
+
+
+class _Malformed(Exception):
+    pass
+
+
+def _tokens(expr: str) -> list[tuple[str, str]]:
+    out, pos = [], 0
+    expr = expr.rstrip()
+    while pos < len(expr):
+        m = _TOKEN.match(expr, pos)
+        if not m or m.end() == pos:
+            raise _Malformed(expr)
+        pos = m.end()
+        kind = m.lastgroup
+        out.append((kind, m.group(kind)))
+    return out
+
+
+def _binary(op: str, a: int | None, b: int | None) -> int | None:
+    if op == "&&":
+        if a == 0 or b == 0:
+            return 0
+        return None if a is None or b is None else 1
+    if op == "||":
+        if (a is not None and a != 0) or (b is not None and b != 0):
+            return 1
+        return None if a is None or b is None else 0
+    if a is None or b is None:
+        return None
+    if op in ("/", "%") and b == 0:
+        return None
+    ops = {"|": lambda: a | b, "^": lambda: a ^ b, "&": lambda: a & b, "==": lambda: int(a == b),
+           "!=": lambda: int(a != b), "<": lambda: int(a < b), ">": lambda: int(a > b),
+           "<=": lambda: int(a <= b), ">=": lambda: int(a >= b), "<<": lambda: a << min(b, 64),
+           ">>": lambda: a >> min(b, 64), "+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
+           "/": lambda: int(a / b), "%": lambda: a % b}
+    return ops[op]()
+
+
+class _Parser:
+    """Precedence climbing over #if tokens, producing int | None."""
+
+    def __init__(self, tokens: list[tuple[str, str]], config: BuildConfig):
+        self.toks, self.i, self.config = tokens, 0, config
+
+    def peek(self) -> str | None:
+        return self.toks[self.i][1] if self.i < len(self.toks) else None
+
+    def take(self) -> tuple[str, str]:
+        if self.i >= len(self.toks):
+            raise _Malformed("unexpected end")
+        self.i += 1
+        return self.toks[self.i - 1]
+
+    def expect(self, text: str) -> None:
+        if self.take()[1] != text:
+            raise _Malformed(text)
+
+    def ternary(self) -> int | None:
+        cond = self.binary(0)
+        if self.peek() != "?":
+            return cond
+        self.take()
+        then = self.ternary()
+        self.expect(":")
+        other = self.ternary()
+        if cond is None:
+            return then if then == other else None
+        return then if cond else other
+
+    def binary(self, level: int) -> int | None:
+        if level == len(_LEVELS):
+            return self.unary()
+        left = self.binary(level + 1)
+        while self.peek() in _LEVELS[level]:
+            op = self.take()[1]
+            left = _binary(op, left, self.binary(level + 1))
+        return left
+
+    def unary(self) -> int | None:
+        kind, text = self.take()
+        if text in ("!", "-", "+", "~"):
+            v = self.unary()
+            if v is None:
+                return None
+            return {"!": int(not v), "-": -v, "+": v, "~": ~v}[text]
+        if text == "(":
+            v = self.ternary()
+            self.expect(")")
+            return v
+        if kind == "num":
+            return int(text, 0) if not re.fullmatch(r"0\d+", text) else int(text, 8)
+        if kind == "id":
+            return self.identifier(text)
+        raise _Malformed(text)
+
+    def identifier(self, name: str) -> int | None:
+        if name == "defined":
+            paren = self.peek() == "("
+            if paren:
+                self.take()
+            macro = self.config.lookup(self.take()[1])
+            if paren:
+                self.expect(")")
+            return None if macro.defined is None else int(macro.defined)
+        if self.peek() == "(":
+            return self.call(name)
+        if name in ("true", "false"):
+            return int(name == "true")
+        macro = self.config.lookup(name)
+        if macro.defined is False:
+            return 0
+        return macro.value if macro.defined else None
+
+    def call(self, name: str) -> int | None:
+        """A function-like macro or `__has_include(...)`: only the latter is known."""
+        self.take()
+        depth, args = 1, []
+        while depth:
+            _, text = self.take()
+            depth += {"(": 1, ")": -1}.get(text, 0)
+            if depth:
+                args.append(text)
+        if name in ("__has_include", "__has_include_next") and args:
+            header = args[0].strip('<>"')
+            for prefix, found in self.config.header_exists.items():
+                if header.startswith(prefix):
+                    return int(found)
+        return None
+
+
+def evaluate(expr: str, config: BuildConfig) -> int | None:
+    """The value of a `#if`/`#elif` expression under `config`; None when it cannot be known."""
+    try:
+        parser = _Parser(_tokens(expr), config)
+        value = parser.ternary()
+        if parser.i != len(parser.toks):
+            return None
+        return value
+    except (_Malformed, ValueError, OverflowError, IndexError, KeyError):
+        return None

@@ -1,0 +1,110 @@
+"""C/C++/CUDA constructs a ROCm build trips on, matched on the masked text of one file.
+
+Headers and literal warp-size uses are reported per occurrence (each needs its own edit);
+identifiers (intrinsics, types, API names) once per file and symbol, with every line listed in
+`facts["lines"]`, because one compat typedef or macro fixes them all.
+"""
+from __future__ import annotations
+
+import re
+
+from tools.records import Failure
+from tools.scan.catalog import (
+    IDENTIFIER_RE,
+    IDENTIFIER_SEARCH,
+    Construct,
+    classify_header,
+    classify_identifier,
+)
+from tools.scan.findings import make_finding
+from tools.scan.preprocessor import Regions, region_name
+from tools.scan.ptx import inline_asm_findings
+from tools.scan.source import SourceText
+from tools.scan.warp_size import warp_size_findings
+
+# After a CUDA-named identifier: it is being defined (a helper function), not used.
+_FUNC_DEF_AFTER = re.compile(r"\s*\([^;{)]*\)\s*(?:const\s*)?\{")
+_USING_BEFORE = re.compile(r"\busing\s+$")
+_TYPEDEF = re.compile(r"\btypedef\b")
+MAX_LINES_LISTED = 50
+
+
+def _directive_line(masked: str, offset: int) -> str | None:
+    """The directive name when `offset` sits on a preprocessor line, else None."""
+    start = masked.rfind("\n", 0, offset) + 1
+    head = masked[start:offset].lstrip()
+    if not head.startswith("#"):
+        return None
+    return head[1:].lstrip().split(" ", 1)[0].split("(", 1)[0]
+
+
+def _defines_here(masked: str, m: re.Match) -> bool:
+    """True when this occurrence defines the name: `using N =`, `typedef ... N;`, `N(...) {`."""
+    end = m.end()
+    following = masked[end:end + 2].lstrip()[:1]
+    if following == "=":
+        return bool(_USING_BEFORE.search(masked, max(0, m.start() - 16), m.start()))
+    if following == ";":
+        statement_start = max(masked.rfind(";", 0, m.start()), masked.rfind("{", 0, m.start()),
+                              masked.rfind("}", 0, m.start())) + 1
+        return bool(_TYPEDEF.search(masked, statement_start, m.start()))
+    return bool(_FUNC_DEF_AFTER.match(masked, end))
+
+
+def header_findings(src: SourceText, regions: Regions) -> list[Failure]:
+    out = []
+    for inc in regions.includes:
+        if inc.rocm is False:
+            continue
+        construct = classify_header(inc.header)
+        if construct is None:
+            continue
+        written = f"<{inc.header}>" if inc.angled else f'"{inc.header}"'
+        out.append(make_finding(
+            src, inc.offset - 1, construct, inc.header,
+            f"#include {written} is compiled by the ROCm build: {construct.note}",
+            region=region_name(inc.rocm, inc.cuda), per_occurrence=True))
+    return out
+
+
+def identifier_findings(src: SourceText, regions: Regions) -> tuple[list[Failure], set[str]]:
+    """One finding per CUDA identifier per file, at its first ROCm-compiled use; and the CUDA-named
+    identifiers the file itself defines for the ROCm build (compat macros, typedefs, helpers)."""
+    masked = src.masked
+    uses: dict[str, list[int]] = {}
+    provides = {name for name, pos in regions.defines if regions.rocm_compiles(pos)}
+    constructs: dict[str, Construct | None] = {}
+    for m in IDENTIFIER_SEARCH.finditer(masked):
+        pos = m.start()
+        if pos and (masked[pos - 1].isalnum() or masked[pos - 1] == "_"):
+            continue
+        name = m.group(0)
+        if name not in constructs:
+            constructs[name] = classify_identifier(name)
+        if constructs[name] is None or not regions.rocm_compiles(pos):
+            continue
+        directive = _directive_line(masked, pos)
+        if directive is not None and directive != "define":
+            continue
+        if directive is None and _defines_here(masked, m):
+            provides.add(name)
+        uses.setdefault(name, []).append(pos)
+    out = []
+    for name, positions in uses.items():
+        construct = constructs[name]
+        assert construct is not None
+        line_numbers = sorted({src.line_col(p)[0] for p in positions})
+        out.append(make_finding(
+            src, positions[0], construct, name, f"{name} outside a ROCm branch: {construct.note}",
+            region=region_name(*regions.at(positions[0])),
+            facts={"occurrences": len(positions), "lines": line_numbers[:MAX_LINES_LISTED]}))
+    return out, {n for n in provides if IDENTIFIER_RE.fullmatch(n)}
+
+
+def cpp_findings(src: SourceText, regions: Regions) -> tuple[list[Failure], set[str]]:
+    """Every CUDA-only construct the ROCm build would compile in this file, and the CUDA names the
+    file defines for ROCm (see identifier_findings)."""
+    identifiers, provides = identifier_findings(src, regions)
+    findings = (header_findings(src, regions) + identifiers + warp_size_findings(src, regions)
+                + inline_asm_findings(src, regions))
+    return findings, provides

@@ -1,0 +1,194 @@
+"""Which lines of a C/C++/CUDA file a ROCm build compiles: a walk over its preprocessor directives.
+
+Every `#if/#ifdef/#ifndef/#elif/#else/#endif` is evaluated twice, under the ROCm configuration and
+the CUDA one (see conditions.py), giving each stretch of the file a pair of liveness values
+(True, False or None for unknown). A construct matters for the ROCm port when its ROCm liveness is
+not False. So `#ifdef USE_ROCM <hip> #else <cuda> #endif` is handled: the `#else` is a CUDA-only
+region, correctly guarded, and yields no finding. Only directive lines are visited, so the cost is
+proportional to the number of directives, not lines.
+"""
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+
+from tools.scan.conditions import BuildConfig, Macro, evaluate
+
+# Anchored on '#' (not '^') so the engine can skip to candidates; the line start is checked after.
+_DIRECTIVE = re.compile(r"#[ \t]*(?P<name>[a-z_]+)(?P<rest>(?:[^\n\\]|\\[\s\S])*)")
+_INCLUDE = re.compile(r'\s*([<"])([^>"\n]+)[>"]')
+_DEFINE = re.compile(r"\s*([A-Za-z_]\w*)(\()?(.*)", re.DOTALL)
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)", re.DOTALL)
+
+Tri = bool | None
+
+
+def _and(a: Tri, b: Tri) -> Tri:
+    if a is False or b is False:
+        return False
+    return None if a is None or b is None else True
+
+
+def _or(a: Tri, b: Tri) -> Tri:
+    if a is True or b is True:
+        return True
+    return None if a is None or b is None else False
+
+
+def _not(a: Tri) -> Tri:
+    return None if a is None else not a
+
+
+def _truth(value: int | None) -> Tri:
+    return None if value is None else value != 0
+
+
+def region_name(rocm: Tri, cuda: Tri) -> str:
+    """'cuda_only' (ROCm never compiles it), 'rocm_only', 'common', or 'dead' (#if 0)."""
+    if rocm is False:
+        return "dead" if cuda is False else "cuda_only"
+    return "rocm_only" if cuda is False else "common"
+
+
+@dataclass
+class Include:
+    header: str
+    """The header as written between <> or quotes."""
+    angled: bool
+    offset: int
+    """Offset of the header name in the file."""
+    rocm: Tri
+    cuda: Tri
+
+
+@dataclass
+class Regions:
+    """Liveness per stretch of the file: starts[i] begins a stretch with liveness states[i]."""
+
+    starts: list[int] = field(default_factory=lambda: [0])
+    states: list[tuple[Tri, Tri]] = field(default_factory=lambda: [(True, True)])
+    includes: list[Include] = field(default_factory=list)
+    defines: list[tuple[str, int]] = field(default_factory=list)
+    """(macro name, offset) of every #define, for compat-alias detection."""
+
+    def at(self, offset: int) -> tuple[Tri, Tri]:
+        """(ROCm liveness, CUDA liveness) at an offset."""
+        return self.states[bisect.bisect_right(self.starts, offset) - 1]
+
+    def rocm_compiles(self, offset: int) -> bool:
+        """False only where the ROCm build certainly skips the code."""
+        return self.at(offset)[0] is not False
+
+    def any_rocm_only(self) -> bool:
+        return any(region_name(*s) == "rocm_only" for s in self.states)
+
+
+@dataclass
+class _Frame:
+    parent: tuple[Tri, Tri]
+    taken: tuple[Tri, Tri]
+
+
+def _clean(rest: str) -> str:
+    if "\\" in rest:
+        rest = rest.replace("\\\n", " ")
+    if "/" in rest:
+        rest = _COMMENT.sub(" ", rest)
+    return rest.strip()
+
+
+def _starts_line(masked: str, pos: int) -> bool:
+    start = masked.rfind("\n", 0, pos) + 1
+    return start == pos or masked[start:pos].isspace()
+
+
+class _Walker:
+    def __init__(self, rocm: BuildConfig, cuda: BuildConfig):
+        self.configs = (rocm.copy(), cuda.copy())
+        self.live: tuple[Tri, Tri] = (True, True)
+        self.stack: list[_Frame] = []
+        self.regions = Regions()
+
+    def cond(self, expr: str) -> tuple[Tri, Tri]:
+        return tuple(_truth(evaluate(expr, c)) for c in self.configs)  # type: ignore[return-value]
+
+    def defined(self, name: str, negate: bool) -> tuple[Tri, Tri]:
+        out = []
+        for c in self.configs:
+            d = c.lookup(name).defined
+            out.append(_not(d) if negate else d)
+        return out[0], out[1]
+
+    def open(self, cond: tuple[Tri, Tri]) -> None:
+        self.stack.append(_Frame(self.live, cond))
+        self.live = (_and(self.live[0], cond[0]), _and(self.live[1], cond[1]))
+
+    def branch(self, cond: tuple[Tri, Tri] | None) -> None:
+        if not self.stack:
+            return
+        f = self.stack[-1]
+        if cond is None:  # #else
+            cond = (True, True)
+        taking = tuple(_and(_not(f.taken[i]), cond[i]) for i in range(2))
+        f.taken = (_or(f.taken[0], cond[0]), _or(f.taken[1], cond[1]))
+        self.live = (_and(f.parent[0], taking[0]), _and(f.parent[1], taking[1]))
+
+    def close(self) -> None:
+        if self.stack:
+            self.live = self.stack.pop().parent
+
+    def define(self, rest: str, offset: int, undef: bool) -> None:
+        m = _DEFINE.match(rest)
+        if not m:
+            return
+        name, func, body = m.group(1), m.group(2), m.group(3).strip()
+        if not undef:
+            self.regions.defines.append((name, offset))
+        for config, live in zip(self.configs, self.live):
+            if live is False:
+                continue
+            if live is None:
+                config.macros[name] = Macro(None)
+            elif undef:
+                config.macros[name] = Macro(False)
+            else:
+                value = None if func or not body else evaluate(body, config)
+                config.macros[name] = Macro(True, value)
+
+
+def walk(masked: str, raw: str, rocm: BuildConfig, cuda: BuildConfig) -> Regions:
+    """Liveness regions, includes and defines of one file (masked: comments/strings blanked)."""
+    w = _Walker(rocm, cuda)
+    for m in _DIRECTIVE.finditer(masked):
+        if not _starts_line(masked, m.start()):
+            continue
+        name = m.group("name")
+        rest = _clean(raw[m.start("rest"):m.end("rest")])
+        if name == "include":
+            inc = _INCLUDE.match(raw, m.start("rest"))
+            if inc:
+                w.regions.includes.append(Include(inc.group(2).strip(), inc.group(1) == "<",
+                                                  inc.start(2), *w.live))
+            continue
+        if name in ("if", "ifdef", "ifndef"):
+            word = rest.split()[0] if rest.split() else ""
+            w.open(w.cond(rest) if name == "if" else w.defined(word, negate=name == "ifndef"))
+        elif name == "elif":
+            w.branch(w.cond(rest))
+        elif name in ("elifdef", "elifndef"):
+            word = rest.split()[0] if rest.split() else ""
+            w.branch(w.defined(word, negate=name == "elifndef"))
+        elif name == "else":
+            w.branch(None)
+        elif name == "endif":
+            w.close()
+        elif name in ("define", "undef"):
+            w.define(rest, m.start(), undef=name == "undef")
+            continue
+        else:
+            continue
+        if w.live != w.regions.states[-1]:
+            w.regions.starts.append(m.end())
+            w.regions.states.append(w.live)
+    return w.regions

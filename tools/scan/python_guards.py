@@ -1,0 +1,157 @@
+"""Which Python statements run on ROCm: platform checks evaluated with 'unknown' as a third value.
+
+A statement is dead on ROCm when it sits in a branch whose test is false there (`if is_cuda():`,
+`if not is_hip():`, the `else` of `if torch.version.hip:`), or after an early exit taken on ROCm
+(`if is_hip(): return`). An import is also guarded inside a `try` whose handlers catch ImportError
+(or a broad Exception). Tests that are not platform checks are unknown, so what they guard counts
+as reachable: `if envs.USE_DEEP_GEMM: import deep_gemm` still fails on ROCm when the flag is set.
+"""
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+Tri = bool | None
+
+# Last name component -> its truth on ROCm. `is_cuda_alike` is True on ROCm in vLLM.
+_ROCM_TRUE = {"is_hip", "_is_hip", "is_rocm", "_is_rocm", "IS_ROCM", "IS_HIP", "on_rocm", "is_cuda_alike",
+              "use_rocm", "USE_ROCM", "is_hip_", "_IS_ROCM", "_IS_HIP"}
+_ROCM_FALSE = {"is_cuda", "_is_cuda", "IS_CUDA", "_IS_CUDA", "is_nvidia", "_is_nvidia", "is_npu", "_is_npu",
+               "is_xpu", "_is_xpu", "is_cpu", "_is_cpu", "is_hpu", "_is_hpu", "is_musa", "is_tpu",
+               "TYPE_CHECKING"}
+_HIP_VALUE = "torch.version.hip"
+_CUDA_VALUE = "torch.version.cuda"
+_IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
+
+
+def dotted(node: ast.AST) -> str:
+    """`a.b.c` for Name/Attribute chains (a call's function for Call), else ''."""
+    if isinstance(node, ast.Call):
+        node = node.func
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return ""
+
+
+def _kleene(op: ast.boolop, values: list[Tri]) -> Tri:
+    if isinstance(op, ast.And):
+        return False if False in values else (None if None in values else True)
+    return True if True in values else (None if None in values else False)
+
+
+def _compare(node: ast.Compare) -> Tri:
+    if len(node.ops) != 1 or not isinstance(node.comparators[0], ast.Constant) \
+            or node.comparators[0].value is not None:
+        return None
+    name = dotted(node.left)
+    if name not in (_HIP_VALUE, _CUDA_VALUE):
+        return None
+    is_none = name == _CUDA_VALUE  # on ROCm torch.version.cuda is None, torch.version.hip is set
+    op = node.ops[0]
+    if isinstance(op, (ast.Is, ast.Eq)):
+        return is_none
+    if isinstance(op, (ast.IsNot, ast.NotEq)):
+        return not is_none
+    return None
+
+
+def rocm_truth(test: ast.expr) -> Tri:
+    """The value of a condition on ROCm: True, False, or None when it is not a platform check."""
+    if isinstance(test, ast.BoolOp):
+        return _kleene(test.op, [rocm_truth(v) for v in test.values])
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = rocm_truth(test.operand)
+        return None if inner is None else not inner
+    if isinstance(test, ast.Compare):
+        return _compare(test)
+    name = dotted(test)
+    if name == _HIP_VALUE:
+        return True
+    if name == _CUDA_VALUE:
+        return False
+    last = name.rsplit(".", 1)[-1]
+    if last in _ROCM_TRUE:
+        return True
+    if last in _ROCM_FALSE:
+        return False
+    return None
+
+
+def _and(a: Tri, b: Tri) -> Tri:
+    return _kleene(ast.And(), [a, b])
+
+
+def _catches_import_error(handler: ast.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(dotted(t).rsplit(".", 1)[-1] in _IMPORT_ERRORS for t in types)
+
+
+def exits(body: list[ast.stmt]) -> bool:
+    last = body[-1] if body else None
+    if isinstance(last, (ast.Return, ast.Raise, ast.Continue, ast.Break)):
+        return True
+    return isinstance(last, ast.Expr) and dotted(last.value) in ("sys.exit", "exit", "os._exit")
+
+
+@dataclass
+class Context:
+    """Where a statement sits: its liveness on ROCm and whether an ImportError is caught around it."""
+
+    live: Tri
+    import_guarded: bool
+
+
+def statements(body: list[ast.stmt], ctx: Context | None = None) -> Iterator[tuple[ast.stmt, Context]]:
+    """Every statement of a module, nested ones included, with its ROCm context."""
+    ctx = ctx or Context(True, False)
+    live = ctx.live
+    for stmt in body:
+        here = Context(live, ctx.import_guarded)
+        yield stmt, here
+        yield from _children(stmt, here)
+        if isinstance(stmt, ast.If) and not stmt.orelse and exits(stmt.body):
+            cond = rocm_truth(stmt.test)
+            live = _and(live, None if cond is None else not cond)
+        elif isinstance(stmt, ast.Assert):
+            live = _and(live, rocm_truth(stmt.test))
+
+
+def _children(stmt: ast.stmt, ctx: Context) -> Iterator[tuple[ast.stmt, Context]]:
+    if isinstance(stmt, ast.If):
+        cond = rocm_truth(stmt.test)
+        yield from statements(stmt.body, Context(_and(ctx.live, cond), ctx.import_guarded))
+        other = None if cond is None else not cond
+        yield from statements(stmt.orelse, Context(_and(ctx.live, other), ctx.import_guarded))
+    elif isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+        guarded = ctx.import_guarded or any(_catches_import_error(h) for h in stmt.handlers)
+        yield from statements(stmt.body, Context(ctx.live, guarded))
+        for handler in stmt.handlers:
+            yield from statements(handler.body, ctx)
+        yield from statements(stmt.orelse, ctx)
+        yield from statements(stmt.finalbody, ctx)
+    else:
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                yield from statements(inner, ctx)
+        for case in getattr(stmt, "cases", []) or []:
+            yield from statements(case.body, ctx)
+
+
+def own_nodes(stmt: ast.stmt) -> Iterator[ast.AST]:
+    """The expression nodes of a statement itself, not of the statements nested in it."""
+    stack: list[ast.AST] = [stmt]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.stmt, ast.ExceptHandler, ast.match_case)):
+                stack.append(child)

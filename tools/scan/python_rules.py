@@ -1,0 +1,130 @@
+"""Python-side ROCm hazards, read with `ast`: CUDA-only imports, e4m3fn without fnuz, CUDA-only gates.
+
+CUDA-only packages are those with no ROCm build: deep_gemm, flashinfer, flash_mla, cutlass (the
+NVIDIA CUTLASS Python DSL), nvidia-* wheels (`nvidia.*`), pynvml, cuda-python (`cuda`), pycuda,
+cudnn (frontend), tensorrt_llm, nvshmem, deep_ep, flash_attn_interface (FlashAttention-3, Hopper).
+Not listed because they ship ROCm builds or ROCm paths: flash_attn, xformers, triton_kernels,
+sgl_kernel, vllm._C, apex, bitsandbytes.
+"""
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+
+from tools.records import Failure
+from tools.scan.catalog import Construct
+from tools.scan.findings import make_finding
+from tools.scan.python_gates import cuda_gate_problem
+from tools.scan.python_guards import Context, dotted, own_nodes, statements
+from tools.scan.source import SourceText
+
+CUDA_ONLY_MODULES = frozenset({
+    "deep_gemm", "flashinfer", "flash_mla", "cutlass", "cutlass_library", "nvidia", "pynvml", "cuda",
+    "pycuda", "cudnn", "tensorrt_llm", "nvshmem", "deep_ep", "flash_attn_interface",
+})
+# Cheap pre-filter and locator: a Python finding needs one of these on its statement's lines.
+PY_CANDIDATES = re.compile(
+    r"(?:import|from)[ \t]+(?:[\w.]+[ \t]*,[ \t]*)*(?:" + "|".join(sorted(CUDA_ONLY_MODULES)) + r")\b"
+    r"|import_module|__import__|float8_e4m3fn\b|version\.cuda|inline_asm_elementwise")
+_FNUZ_HANDLING = re.compile(r"fnuz|\bfp8_dtype\b")
+
+_IMPORT = Construct("cuda_only_dep", "platform_guarded_import",
+                    "CUDA-only package; guard by platform first and catch import errors, with a fallback")
+_E4M3FN = Construct("fp8_layout", "fp8_fnuz_normalize",
+                    "e4m3fn with no fnuz handling; gfx942 (MI300) needs e4m3fnuz weights and doubled scales")
+_CUDA_GATE = Construct("cuda_only_dep", "platform_gate",
+                       "torch.version.cuda is None on ROCm; check torch.version.hip / the platform too")
+_TRITON_ASM = Construct("inline_ptx", "triton_asm_to_tl_math",
+                        "Triton inline PTX; use tl.math / a HIP-specific path on ROCm")
+_HIP_MARKERS = ("hip", "rocm", "cuda_alike")
+_IMPORT_CALLS = ("importlib.import_module", "import_module", "__import__")
+
+
+def _imported_modules(stmt: ast.stmt) -> list[str]:
+    if isinstance(stmt, ast.Import):
+        return [a.name for a in stmt.names]
+    if isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module:
+        return [stmt.module]
+    return []
+
+
+def _dynamic_imports(stmt: ast.stmt) -> list[str]:
+    out = []
+    for node in own_nodes(stmt):
+        if (isinstance(node, ast.Call) and dotted(node) in _IMPORT_CALLS and node.args
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            out.append(node.args[0].value)
+    return out
+
+
+def _offset(src: SourceText, node: ast.AST) -> int:
+    return src.offset_of(getattr(node, "lineno", 1), getattr(node, "col_offset", 0))
+
+
+def _region(ctx: Context) -> str:
+    return "common" if ctx.live is True else "conditional"
+
+
+def _import_findings(src: SourceText, stmt: ast.stmt, ctx: Context) -> list[Failure]:
+    out = []
+    for module in _imported_modules(stmt) + _dynamic_imports(stmt):
+        top = module.split(".", 1)[0]
+        if top not in CUDA_ONLY_MODULES or ctx.import_guarded:
+            continue
+        out.append(make_finding(src, _offset(src, stmt), _IMPORT, top,
+                                f"import of {module} runs on ROCm: {_IMPORT.note}", region=_region(ctx),
+                                per_occurrence=True, facts={"module": module}))
+    return out
+
+
+def _mentions_hip(nodes: list[ast.AST]) -> bool:
+    for node in nodes:
+        name = dotted(node) if isinstance(node, (ast.Name, ast.Attribute, ast.Call)) else ""
+        if any(marker in name.lower() for marker in _HIP_MARKERS):
+            return True
+    return False
+
+
+def _candidate_lines(src: SourceText) -> list[int]:
+    return sorted({src.line_col(m.start())[0] for m in PY_CANDIDATES.finditer(src.raw)})
+
+
+def _touches(lines: list[int], stmt: ast.stmt) -> bool:
+    i = bisect.bisect_left(lines, stmt.lineno)
+    return i < len(lines) and lines[i] <= (stmt.end_lineno or stmt.lineno)
+
+
+def python_findings(src: SourceText) -> tuple[list[Failure], str | None]:
+    """Findings of one Python file, and a note when it could not be parsed (then no findings)."""
+    lines = _candidate_lines(src)
+    if not lines:
+        return [], None
+    try:
+        tree = ast.parse(src.raw, filename=src.path)
+    except (SyntaxError, ValueError) as exc:
+        return [], f"not parsed as Python ({type(exc).__name__}: line {getattr(exc, 'lineno', '?')})"
+    out: list[Failure] = []
+    e4m3fn: list[ast.AST] = []
+    for stmt, ctx in statements(tree.body):
+        if ctx.live is False or not _touches(lines, stmt):
+            continue
+        out += _import_findings(src, stmt, ctx)
+        nodes = sorted((n for n in own_nodes(stmt) if hasattr(n, "lineno")),
+                       key=lambda n: (n.lineno, n.col_offset))
+        e4m3fn += [n for n in nodes if getattr(n, "attr", getattr(n, "id", None)) == "float8_e4m3fn"]
+        problem = None if _mentions_hip(nodes) else cuda_gate_problem(stmt, nodes)
+        if problem:
+            out.append(make_finding(src, _offset(src, problem[0]), _CUDA_GATE, "torch.version.cuda",
+                                    problem[1], region=_region(ctx), per_occurrence=True))
+        for call in (n for n in nodes if isinstance(n, ast.Call)):
+            if dotted(call).endswith("inline_asm_elementwise"):
+                out.append(make_finding(src, _offset(src, call), _TRITON_ASM, "inline_asm_elementwise",
+                                        f"tl.inline_asm_elementwise: {_TRITON_ASM.note}",
+                                        region=_region(ctx), per_occurrence=True))
+    if e4m3fn and not _FNUZ_HANDLING.search(src.raw):
+        used = sorted({n.lineno for n in e4m3fn})
+        out.append(make_finding(src, _offset(src, e4m3fn[0]), _E4M3FN, "float8_e4m3fn",
+                                f"torch.float8_e4m3fn used with no fnuz handling in the file: {_E4M3FN.note}",
+                                region="common", facts={"occurrences": len(e4m3fn), "lines": used[:50]}))
+    return out, None

@@ -1,0 +1,86 @@
+"""Scan one file: read it once, pre-filter with one bytes regex, then run the C++ or Python rules."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tools.records import Failure
+from tools.scan.conditions import cuda_config, rocm_config
+from tools.scan.patterns import cpp_findings
+from tools.scan.preprocessor import walk
+from tools.scan.python_rules import PY_CANDIDATES, python_findings
+from tools.scan.source import SourceText
+
+CPP_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".hh", ".hxx", ".cc", ".cpp", ".cxx", ".c", ".inl", ".ipp",
+                ".tcc")
+PY_SUFFIXES = (".py",)
+_KERNEL_SUFFIXES = (".cu", ".cuh")
+MAX_BYTES = 8 * 1024 * 1024
+"""Larger files are generated code or data, not hand-written kernels: skipped with a note."""
+
+# Every C++ rule needs one of these tokens; a file with none is done after one regex search.
+CPP_CANDIDATES = re.compile(
+    rb"#[ \t]*include[ \t]*[<\"](?:cuda|cub/|cooperative_groups|crt/|nvtx3|mma\.h|math_constants|vector_types"
+    rb"|curand|cublas|cusparse|cufft|cudnn|nvrtc|nccl|nvToolsExt|nvml|cusolver|device_launch|cuComplex)"
+    rb"|__shfl|_sync\b|__syncwarp|__activemask|__nv_|nv_bfloat|__NV_E|CUB_|\bcuda[A-Z]|\bcu[A-Z]|\bCU[a-z]"
+    rb"|PFN_cu|\basm\b|__asm|warpSize|[Ww]arp|WARP|[Ll]ane|LANE|threadIdx|\btid|0[xX][fF]{8}|__shared__"
+)
+PY_CANDIDATES_B = re.compile(PY_CANDIDATES.pattern.encode())
+
+
+@dataclass
+class FileResult:
+    """What one file contributes to a repo scan."""
+
+    path: str
+    findings: list[Failure] = field(default_factory=list)
+    provides: set[str] = field(default_factory=set)
+    """CUDA-named identifiers the file defines for the ROCm build (compat aliases, helpers)."""
+    includes: list[str] = field(default_factory=list)
+    """Headers it includes in code the ROCm build compiles."""
+    note: str | None = None
+    """Why it was skipped or only partly scanned (binary, too large, unreadable, not Python)."""
+
+
+def is_scannable(rel: str) -> bool:
+    return rel.endswith(CPP_SUFFIXES) or rel.endswith(PY_SUFFIXES)
+
+
+def read_source(path: Path, rel: str) -> tuple[bytes | None, str | None]:
+    """The file's bytes, or None and the reason it is skipped."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
+    except OSError as exc:
+        return None, f"unreadable: {exc.strerror or exc}"
+    if len(data) > MAX_BYTES:
+        return None, f"larger than {MAX_BYTES // (1024 * 1024)} MiB"
+    if b"\0" in data[:8192]:
+        return None, "binary file"
+    return data, None
+
+
+def scan_source(rel: str, data: bytes, *, hipify: bool = False) -> FileResult:
+    """Findings of one file's bytes; `rel` (repo-relative) decides C++ or Python and names it."""
+    result = FileResult(rel)
+    is_python = rel.endswith(PY_SUFFIXES)
+    # Kernel files nearly always hold a candidate, so the extra pass would only cost time there.
+    if not rel.endswith(_KERNEL_SUFFIXES) and not (PY_CANDIDATES_B if is_python else CPP_CANDIDATES).search(data):
+        return result
+    src = SourceText(rel, data.decode("utf-8", "surrogateescape"))
+    if is_python:
+        result.findings, result.note = python_findings(src)
+        return result
+    regions = walk(src.masked, src.raw, rocm_config(hipify), cuda_config())
+    result.findings, result.provides = cpp_findings(src, regions)
+    result.includes = [inc.header for inc in regions.includes if inc.rocm is not False]
+    return result
+
+
+def scan_path(root: Path, rel: str, *, hipify: bool = False) -> FileResult:
+    """Read and scan `root/rel` (read exactly once)."""
+    data, note = read_source(root / rel, rel)
+    if data is None:
+        return FileResult(rel, note=note)
+    return scan_source(rel, data, hipify=hipify)

@@ -1,0 +1,123 @@
+"""Literal 32-lane assumptions: `% 32`, `& 31`, `0x1f`, `>> 5`, full 32-bit masks, `[32]` extents.
+
+A bare 32 is everywhere in kernels, so a literal is reported only with warp context: the operand is
+a lane/warp/thread-index name (`threadIdx.x`, `tid`, `lane_id`, `warp_idx`), or the result is
+assigned to a lane/warp name, or the name being defined is a warp size, or the line is about a
+mask, or the `__shared__` array is per-warp. Each occurrence is its own finding.
+"""
+from __future__ import annotations
+
+import re
+
+from tools.records import Failure
+from tools.scan.catalog import Construct
+from tools.scan.findings import make_finding
+from tools.scan.preprocessor import Regions, region_name
+from tools.scan.source import SourceText
+
+_SOURCE = Construct("warp_size", "warp_size_source",
+                    "assumes 32 lanes; CDNA wavefronts have 64 (derive it from one warp-size source)")
+_CONST = Construct("warp_size", "warp_size_source", "warpSize is not a constant expression on ROCm 7+")
+_VALID = {("%", "32"), ("&", "31"), ("&", "0x1f"), (">>", "5"), ("/", "32")}
+# Each search is anchored on a literal or operator so the engine skips most text in C.
+_OP_LITERAL = re.compile(r"(%|&(?!&)|>>|/)[ \t]*(0[xX]1[fF]|32|31|5)[uU]?\b(?![ \t]*\.)")
+_THIRTY_TWO = re.compile(r"32[uU]?\b(?![ \t]*[.*/+-])")
+_DEFINE_HEAD = re.compile(r"[ \t]*#[ \t]*define[ \t]+(\w+)[ \t(]*$")
+_ASSIGN_HEAD = re.compile(r"(\w+)[ \t]*(?:=|\{)[ \t(]*$")
+_LANE_TARGET = re.compile(r"\b\w*(?:lane|warp|Lane|Warp|LANE|WARP)\w*[ \t]*(?:=(?!=)|\{)")
+_WARP_NAME = re.compile(r"warp_?size|warpsize|threads_?per_?warp|warp_?threads|lanes_?per_?warp", re.IGNORECASE)
+_FULL_MASK = re.compile(r"0[xX][fF]{8}(?![0-9a-fA-F])")
+_SHARED_32 = re.compile(r"__shared__[^;]*?\b(?P<name>\w+)\s*\[\s*(?P<lit>32)\s*\]")
+_CONST_WARPSIZE = re.compile(r"\b(?:constexpr|static_assert)\b[^;{]*?\b(?P<lit>warpSize)\b"
+                             r"|<\s*(?P<targ>warpSize)\s*[,>]")
+_INDEX_NAMES = {"tid", "tidx", "ltid", "lid", "thread_id", "threadid", "thread_idx", "threadidx",
+                "local_tid", "local_id", "thread", "t_id"}
+_SYNC_CALL = re.compile(r"_sync\s*\(|__ballot|__activemask")
+_WINDOW = 160
+
+
+def _warp_operand(name: str) -> bool:
+    low = name.lower()
+    return (low in _INDEX_NAMES or "lane" in low or "warp" in low or low.endswith("_tid")
+            or low.startswith("tid_"))
+
+
+def _operand_before(text: str) -> str:
+    """The operand ending `text`: an identifier, or `threadIdx.x` with its member."""
+    text = text.rstrip()
+    end = len(text)
+    while end and (text[end - 1].isalnum() or text[end - 1] == "_"):
+        end -= 1
+    word = text[end:]
+    head = text[:end].rstrip()
+    if word in ("x", "y", "z") and head.endswith(".") and head[:-1].rstrip().endswith("threadIdx"):
+        return "threadIdx." + word
+    return word
+
+
+def _line(masked: str, pos: int) -> tuple[str, int]:
+    start = masked.rfind("\n", 0, pos) + 1
+    end = masked.find("\n", pos)
+    return (masked[start:] if end < 0 else masked[start:end]), start
+
+
+def _lane_arithmetic(masked: str):
+    for m in _OP_LITERAL.finditer(masked):
+        op, lit = m.group(1), m.group(2).lower()
+        if (op, lit) not in _VALID:
+            continue
+        window = masked[max(0, m.start() - _WINDOW):m.start()]
+        operand = _operand_before(window)
+        if operand.startswith("threadIdx.") or (operand and _warp_operand(operand)):
+            yield m.start(2), f"{op} {m.group(2)}", _SOURCE
+            continue
+        statement = window[max(window.rfind(";"), window.rfind("{"), window.rfind("}")) + 1:]
+        if _LANE_TARGET.search(statement):
+            yield m.start(2), f"{op} {m.group(2)}", _SOURCE
+
+
+def _warp_size_definitions(masked: str):
+    for m in _THIRTY_TWO.finditer(masked):
+        pos = m.start()
+        if pos and (masked[pos - 1].isalnum() or masked[pos - 1] in "_."):
+            continue
+        line, start = _line(masked, pos)
+        before = line[:pos - start]
+        head = _DEFINE_HEAD.match(before) or _ASSIGN_HEAD.search(before)
+        if head and _WARP_NAME.search(head.group(1)):
+            yield pos, head.group(1), _SOURCE
+
+
+def _candidates(masked: str):
+    """(offset, symbol, construct) for every warp-size literal with warp context."""
+    yield from _lane_arithmetic(masked)
+    yield from _warp_size_definitions(masked)
+    for m in _FULL_MASK.finditer(masked):
+        if m.start() and (masked[m.start() - 1].isalnum() or masked[m.start() - 1] == "_"):
+            continue
+        line, _ = _line(masked, m.start())
+        if "mask" in line.lower() and not _SYNC_CALL.search(line):
+            yield m.start(), m.group(0).lower(), _SOURCE
+    if "__shared__" in masked:
+        per_warp_file = "__shfl" in masked
+        for m in _SHARED_32.finditer(masked):
+            name = m.group("name")
+            if per_warp_file or "warp" in name.lower() or "lane" in name.lower():
+                yield m.start("lit"), f"{name}[32]", _SOURCE
+    if "warpSize" in masked:
+        for m in _CONST_WARPSIZE.finditer(masked):
+            yield m.start("lit") if m.group("lit") else m.start("targ"), "warpSize", _CONST
+
+
+def warp_size_findings(src: SourceText, regions: Regions) -> list[Failure]:
+    """One finding per warp-size literal the ROCm build compiles."""
+    seen: set[int] = set()
+    out = []
+    for pos, symbol, construct in _candidates(src.masked):
+        if pos in seen or not regions.rocm_compiles(pos):
+            continue
+        seen.add(pos)
+        out.append(make_finding(src, pos, construct, symbol,
+                                f"warp-size literal `{symbol}`: {construct.note}",
+                                region=region_name(*regions.at(pos)), per_occurrence=True))
+    return out
