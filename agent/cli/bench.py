@@ -1,0 +1,177 @@
+"""`rocport bench`: a serving benchmark users can trust, and `rocport bench compare A.json B.json`."""
+# ruff: noqa: B008  (typer declares options as call defaults)
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import replace
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from agent.cli.app import app, fail
+from tools.bench import (
+    BenchConfig,
+    BenchConfigError,
+    Workload,
+    WorkloadError,
+    compare_results,
+    load_result,
+    preset,
+    run_bench,
+)
+from tools.bench.compare import validity
+from tools.bench.result import THROUGHPUT_KINDS, BenchResult
+
+bench_app = typer.Typer(help="Benchmark an OpenAI-compatible server (streaming, token-id prompts).",
+                        invoke_without_command=True, no_args_is_help=False)
+app.add_typer(bench_app, name="bench")
+
+
+def _workload(isl, osl, preset_name, num_prompts, prefix_hit, prefix_groups, seed, vocab_size) -> Workload:
+    if preset_name:
+        wl = preset(preset_name)
+        if isl is not None or osl is not None:
+            raise WorkloadError("give either --preset or --isl/--osl, not both")
+    elif isl is None or osl is None:
+        raise WorkloadError("give --isl N --osl N, or --preset NAME (e.g. glm52-mi355x)")
+    else:
+        wl = Workload(isl=isl, osl=osl)
+    changes = {k: v for k, v in (("num_prompts", num_prompts), ("prefix_hit", prefix_hit),
+                                 ("prefix_groups", prefix_groups), ("vocab_size", vocab_size)) if v is not None}
+    if seed is None:
+        seed = random.SystemRandom().randrange(2**31)
+    return replace(wl, seed=seed, **changes).validate()
+
+
+@bench_app.callback()
+def bench(
+    ctx: typer.Context,
+    base_url: str = typer.Option(None, "--base-url", help="Server URL, e.g. http://127.0.0.1:30000"),
+    model: str = typer.Option(None, "--model", help="Model name the server serves."),
+    endpoint: str = typer.Option("completions", "--endpoint", help="completions (token-id prompts) or chat."),
+    isl: int = typer.Option(None, "--isl", help="Input tokens per request."),
+    osl: int = typer.Option(None, "--osl", help="Output tokens per request (ignore_eos)."),
+    preset_name: str = typer.Option(None, "--preset", help="Named workload, e.g. glm52-mi355x."),
+    num_prompts: int = typer.Option(None, "--num-prompts", help="Measured requests."),
+    max_concurrency: int = typer.Option(64, "--max-concurrency", help="Requests in flight at most."),
+    request_rate: float = typer.Option(float("inf"), "--request-rate", help="Poisson arrivals per second."),
+    prefix_hit: float = typer.Option(None, "--prefix-hit", help="Target prefix-cache hit rate, e.g. 0.6."),
+    prefix_groups: int = typer.Option(None, "--prefix-groups", help="Groups sharing one prefix."),
+    prime_rounds: int = typer.Option(1, "--prime-rounds", help="Times each prefix is primed (DP size)."),
+    warmup: int = typer.Option(1, "--warmup", help="Warmup requests after priming (not measured)."),
+    single_stream: int = typer.Option(0, "--single-stream", help="Extra requests at concurrency 1."),
+    slo_ttft_ms: float = typer.Option(None, "--slo-ttft-ms", help="TTFT SLO for goodput."),
+    slo_tpot_ms: float = typer.Option(None, "--slo-tpot-ms", help="TPOT SLO for goodput."),
+    max_failure_rate: float = typer.Option(0.0, "--max-failure-rate", help="Failures tolerated (0..1)."),
+    timeout: float = typer.Option(3600.0, "--timeout", help="Seconds per request before it counts as failed."),
+    seed: int = typer.Option(None, "--seed", help="Prompt seed; default: a fresh one per run (recorded in "
+                             "the JSON), so a rerun never hits the cache of the previous one."),
+    vocab_size: int = typer.Option(None, "--vocab-size", help="Token ids are drawn below this."),
+    output: Path = typer.Option(None, "--output", help="Write the result JSON here."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result JSON instead of the table."),
+) -> None:
+    """Run a streaming benchmark; see `rocport bench compare` for comparing two results."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if not base_url or not model:
+        raise fail("give --base-url URL and --model NAME (or use `rocport bench compare A.json B.json`)")
+    try:
+        wl = _workload(isl, osl, preset_name, num_prompts, prefix_hit, prefix_groups, seed, vocab_size)
+        cfg = BenchConfig(base_url=base_url, model=model, workload=wl, endpoint=endpoint,
+                          max_concurrency=max_concurrency, request_rate=request_rate, warmup=warmup,
+                          prime_rounds=prime_rounds, single_stream=single_stream, slo_ttft_ms=slo_ttft_ms,
+                          slo_tpot_ms=slo_tpot_ms, timeout_s=timeout, max_failure_rate=max_failure_rate)
+        result = run_bench(cfg)
+    except (WorkloadError, BenchConfigError) as exc:
+        raise fail(str(exc)) from None
+    if output:
+        result.write(output)
+    if as_json:
+        typer.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        print_summary(result, Console())
+        if output:
+            typer.echo(f"result written to {output}")
+    if not result.valid:
+        raise typer.Exit(1)
+
+
+def _f(v, fmt: str = "{:,.2f}") -> str:
+    return "-" if v is None else fmt.format(v)
+
+
+def print_summary(r: BenchResult, console: Console) -> None:
+    """The rich summary table of one result."""
+    w, c, t = r.workload, r.counts, r.throughput
+    title = "[bold green]VALID[/]" if r.valid else "[bold red]INVALID[/]"
+    console.print(f"{title}  ISL {w['isl']}  OSL {w['osl']}  prefix hit target {w['expected_hit_rate']:.1%}  "
+                  f"concurrency {r.config['max_concurrency']}  rate {r.config['request_rate']}")
+    for reason in r.invalid_reasons:
+        console.print(f"  [red]invalid:[/] {reason}")
+    for warning in r.warnings:
+        console.print(f"  [yellow]warning:[/] {warning}")
+    tab = Table(title="Throughput (measured window)", show_header=True)
+    tab.add_column("metric")
+    tab.add_column("value", justify="right")
+    tab.add_column("kind")
+    tab.add_row("Requests completed / failed", f"{c['completed']} / {c['failed']}", f"{r.duration_s:.2f} s window")
+    for key, label in (("requests_per_s", "Requests/s"), ("output_tokens_per_s", "Output tok/s"),
+                       ("total_tokens_per_s", "Total tok/s"), ("input_tokens_per_s", "Input tok/s"),
+                       ("uncached_input_tokens_per_s", "Uncached input tok/s"),
+                       ("output_tokens_per_s_per_stream", "Output tok/s per stream"),
+                       ("peak_output_tokens_per_s", "Peak output tok/s")):
+        tab.add_row(label, _f(t.get(key)), THROUGHPUT_KINDS[key])
+    hit = r.cache.get("hit_rate")
+    tab.add_row("Cache hit rate (token-weighted)", _f(hit, "{:.1%}"), f"target {w['expected_hit_rate']:.1%}")
+    if r.goodput.get("requests_per_s") is not None:
+        tab.add_row("Goodput req/s", _f(r.goodput["requests_per_s"]),
+                    f"TTFT <= {r.goodput['slo_ttft_ms']} ms, TPOT <= {r.goodput['slo_tpot_ms']} ms")
+    if r.single_stream:
+        s = r.single_stream
+        tab.add_row("Single-stream output tok/s", _f(s.get("output_tokens_per_s")),
+                    "concurrency 1: generated tokens / request time")
+        tab.add_row("Single-stream decode tok/s", _f(s.get("decode_tokens_per_s")), "concurrency 1: 1 / TPOT")
+    tab.add_row("Tokens per chunk", _f(r.tokens_per_chunk.get("mean")), r.tokens_per_chunk.get("source", ""))
+    console.print(tab)
+    lat = Table(title="Latency (ms)")
+    for col in ("metric", "mean", "median", "p90", "p95", "p99", "max", "std"):
+        lat.add_column(col, justify="right" if col != "metric" else "left")
+    for key, label in (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL (per chunk)"),
+                       ("itl_per_token", "ITL (per token)"), ("e2e", "E2E")):
+        s = r.latency_ms.get(key) or {}
+        lat.add_row(label, *(_f(s.get(k)) for k in ("mean", "median", "p90", "p95", "p99", "max", "std")))
+    console.print(lat)
+    for f in r.failures:
+        console.print(f"  [red]{f['count']} x[/] {f['error']}")
+
+
+@bench_app.command("compare")
+def compare(a: Path = typer.Argument(..., help="Baseline result JSON (ours, sglang or vllm)."),
+            b: Path = typer.Argument(..., help="Result JSON to compare against the baseline."),
+            as_json: bool = typer.Option(False, "--json", help="Print the rows as JSON.")) -> None:
+    """Compare two result files metric by metric, with percentage deltas and which is better."""
+    try:
+        da, db = load_result(a), load_result(b)
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    rows = compare_results(da, db)
+    if not rows:
+        raise fail(f"{a} and {b} share no known metric; are both benchmark results?")
+    if as_json:
+        typer.echo(json.dumps([row.__dict__ for row in rows], indent=2))
+        return
+    console = Console()
+    console.print(f"A: {a}  ({validity(da)})")
+    console.print(f"B: {b}  ({validity(db)})")
+    tab = Table(title="B vs A")
+    for col in ("metric", "A", "B", "delta", "better"):
+        tab.add_column(col, justify="left" if col == "metric" else "right")
+    for row in rows:
+        arrow = "higher is better" if row.higher_is_better else "lower is better"
+        delta = "-" if row.delta_pct is None else f"{row.delta_pct:+.1f}%"
+        better = {"B": "[green]B[/]", "A": "[red]A[/]", "same": "same", None: "-"}[row.better]
+        tab.add_row(f"{row.metric} ({arrow})", _f(row.a), _f(row.b), delta, better)
+    console.print(tab)

@@ -1,0 +1,112 @@
+"""A lean HTTP/1.1 streaming client for OpenAI-compatible servers, built to measure, not to be measured.
+
+A pool of keep-alive connections (sized to the concurrency, opened before the measured window);
+each connection's protocol (tools/bench/stream.py) parses the response in place. All events of one
+read share one timestamp. Per event only the cumulative `completion_tokens` of the per-chunk usage
+(`continuous_usage_stats`) is read; json is parsed once per request (the final usage) unless the
+server sends no per-chunk usage, in which case each event is parsed in full (correct, slower).
+"""
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from time import perf_counter
+
+from tools.bench.stream import StreamConnection
+
+
+@dataclass(slots=True)
+class RequestRecord:
+    """What one request did, in perf_counter seconds; metrics are computed from these."""
+
+    rid: str
+    phase: str
+    isl: int
+    osl: int
+    cacheable: int
+    start: float = 0.0
+    first: float = 0.0
+    end: float = 0.0
+    arrivals: list[float] = field(default_factory=list)
+    """Time of each read that carried tokens."""
+    chunks: list[int] = field(default_factory=list)
+    """SSE content events in that read."""
+    tokens: list[int] = field(default_factory=list)
+    """Tokens in that read: usage deltas when `tokens_exact`, else one per content event."""
+    tokens_exact: bool = True
+    resent: bool = False
+    """The first attempt's connection closed before any response byte, so it was sent again."""
+    usage: dict | None = None
+    status: int = 0
+    ok: bool = False
+    error: str = ""
+
+
+class ConnectionPool:
+    """Keep-alive connections to one host; the caller bounds how many are in use at once."""
+
+    def __init__(self, host: str, port: int, ssl=None, connect_timeout: float = 30.0):
+        self.host, self.port, self.ssl = host, port, ssl
+        self.connect_timeout = connect_timeout
+        self.idle: list[StreamConnection] = []
+        self.opened = 0
+
+    async def _open(self) -> StreamConnection:
+        loop = asyncio.get_running_loop()
+        coro = loop.create_connection(lambda: StreamConnection(self), self.host, self.port, ssl=self.ssl)
+        _, proto = await asyncio.wait_for(coro, self.connect_timeout)
+        self.opened += 1
+        return proto
+
+    async def fill(self, n: int) -> None:
+        """Open connections until n are idle, so the measured window never pays for connects."""
+        need = n - len(self.idle)
+        if need > 0:
+            self.idle.extend(await asyncio.gather(*(self._open() for _ in range(need))))
+
+    async def acquire(self) -> StreamConnection:
+        while self.idle:
+            conn = self.idle.pop()
+            if not conn.closed:
+                return conn
+        return await self._open()
+
+    def release(self, conn: StreamConnection) -> None:
+        if not conn.closed:
+            self.idle.append(conn)
+
+    def close(self) -> None:
+        for conn in self.idle:
+            conn.close()
+        self.idle.clear()
+
+
+class StreamClient:
+    """Sends planned requests and fills their RequestRecords."""
+
+    def __init__(self, pool: ConnectionPool, path: str, host_header: str, timeout: float,
+                 api_key: str | None = None):
+        self.pool, self.timeout = pool, timeout
+        auth = f"Authorization: Bearer {api_key}\r\n" if api_key else ""
+        self.head = (f"POST {path} HTTP/1.1\r\nHost: {host_header}\r\nContent-Type: application/json\r\n"
+                     f"Accept: text/event-stream\r\n{auth}").encode()
+
+    async def send(self, rec: RequestRecord, body: bytes) -> RequestRecord:
+        """Send one request and wait for its stream to end; failures are recorded, never raised."""
+        loop = asyncio.get_running_loop()
+        head = self.head + b"X-Request-Id: %s\r\nContent-Length: %d\r\n\r\n" % (rec.rid.encode(), len(body))
+        for attempt in range(2):
+            try:
+                conn = await self.pool.acquire()
+            except (TimeoutError, OSError) as exc:
+                rec.error = f"cannot connect to {self.pool.host}:{self.pool.port}: {exc or 'timeout'}"
+                return rec
+            fut = loop.create_future()
+            conn.begin(rec, fut, self.timeout, may_retry=attempt == 0)
+            rec.start = perf_counter()
+            conn.transport.writelines((head, body))
+            if not await fut:
+                return rec
+            rec.resent = True
+        rec.error = rec.error or "connection closed by the server before any response"
+        return rec

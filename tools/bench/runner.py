@@ -1,0 +1,151 @@
+"""Run a benchmark: warmup (primes prefixes), the measured window, an optional single-stream phase."""
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import random
+import ssl
+from dataclasses import dataclass, field
+from time import perf_counter, process_time
+from urllib.parse import urlsplit
+
+from tools.bench.client import ConnectionPool, RequestRecord, StreamClient
+from tools.bench.workload import Plan, PlannedRequest, Workload, build_plan
+
+
+class BenchConfigError(ValueError):
+    """A benchmark option that cannot work; the message says what to change."""
+
+
+@dataclass
+class BenchConfig:
+    """Everything `rocport bench` was asked to do."""
+
+    base_url: str
+    model: str
+    workload: Workload
+    endpoint: str = "completions"
+    max_concurrency: int | None = 64
+    request_rate: float = float("inf")
+    warmup: int = 1
+    prime_rounds: int = 1
+    single_stream: int = 0
+    slo_ttft_ms: float | None = None
+    slo_tpot_ms: float | None = None
+    timeout_s: float = 3600.0
+    max_failure_rate: float = 0.0
+    extra_body: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        rate = self.request_rate if self.request_rate != float("inf") else "inf"
+        return {"base_url": self.base_url, "model": self.model, "endpoint": self.endpoint,
+                "max_concurrency": self.max_concurrency, "request_rate": rate, "warmup": self.warmup,
+                "prime_rounds": self.prime_rounds, "single_stream": self.single_stream,
+                "slo_ttft_ms": self.slo_ttft_ms, "slo_tpot_ms": self.slo_tpot_ms,
+                "timeout_s": self.timeout_s, "max_failure_rate": self.max_failure_rate}
+
+
+@dataclass
+class BenchRun:
+    """Raw records of a run; `tools.bench.metrics` turns them into numbers."""
+
+    warmup: list[RequestRecord]
+    measured: list[RequestRecord]
+    single: list[RequestRecord]
+    window_start: float
+    window_end: float
+    single_window: tuple[float, float] | None = None
+    client_cpu_s: float = 0.0
+    """CPU time this process spent during the measured window (the client's own cost)."""
+
+
+def endpoint_path(base_url: str, endpoint: str) -> tuple[str, str, int, bool, str]:
+    """(host, host header, port, tls, request path) for the base URL; rejects what we cannot use."""
+    parts = urlsplit(base_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise BenchConfigError(f"--base-url must look like http://HOST:PORT (got {base_url!r})")
+    tls = parts.scheme == "https"
+    port = parts.port or (443 if tls else 80)
+    prefix = parts.path.rstrip("/")
+    if not prefix.endswith("/v1"):
+        prefix += "/v1"
+    path = prefix + ("/completions" if endpoint == "completions" else "/chat/completions")
+    return parts.hostname, parts.netloc, port, tls, path
+
+
+def _record(req: PlannedRequest) -> RequestRecord:
+    return RequestRecord(req.rid, req.phase, req.isl, req.osl, req.cacheable)
+
+
+async def _run_all(client: StreamClient, reqs: list[PlannedRequest], concurrency: int | None,
+                   rate: float, seed: int) -> list[RequestRecord]:
+    """Send reqs with at most `concurrency` in flight and Poisson arrivals at `rate` (inf: all at once)."""
+    records = [_record(r) for r in reqs]
+    sem = asyncio.Semaphore(concurrency) if concurrency else None
+
+    async def one(rec: RequestRecord, body: bytes) -> None:
+        if sem is None:
+            await client.send(rec, body)
+            return
+        async with sem:
+            await client.send(rec, body)
+
+    rng = random.Random(seed)
+    tasks = []
+    for rec, req in zip(records, reqs):
+        tasks.append(asyncio.ensure_future(one(rec, req.body)))
+        if rate != float("inf"):
+            await asyncio.sleep(rng.expovariate(rate))
+    await asyncio.gather(*tasks)
+    return records
+
+
+async def run_benchmark(cfg: BenchConfig, plan: Plan | None = None) -> BenchRun:
+    """Run warmup, the measured phase and the single-stream phase against cfg.base_url."""
+    if cfg.max_concurrency is not None and cfg.max_concurrency < 1:
+        raise BenchConfigError("--max-concurrency must be at least 1")
+    if cfg.request_rate <= 0:
+        raise BenchConfigError("--request-rate must be positive (omit it for an infinite rate)")
+    host, host_header, port, tls, path = endpoint_path(cfg.base_url, cfg.endpoint)
+    plan = plan or build_plan(cfg.workload, cfg.model, endpoint=cfg.endpoint, warmup=cfg.warmup,
+                              prime_rounds=cfg.prime_rounds, single_stream=cfg.single_stream,
+                              extra_body=cfg.extra_body)
+    pool = ConnectionPool(host, port, ssl=ssl.create_default_context() if tls else None)
+    client = StreamClient(pool, path, host_header, cfg.timeout_s, api_key=os.environ.get("OPENAI_API_KEY"))
+    conc = cfg.max_concurrency
+    try:
+        try:
+            await pool.fill(conc or 1)
+        except (TimeoutError, OSError) as exc:
+            raise BenchConfigError(f"cannot connect to {cfg.base_url}: {exc or 'timeout'}; "
+                                   "is the server running and the URL right?") from None
+        warm = await _run_all(client, plan.warmup, conc, float("inf"), cfg.workload.seed)
+        # The measured window: no GC pauses inside it, nothing but sending and reading.
+        gc.collect()
+        gc.disable()
+        try:
+            cpu0, start = process_time(), perf_counter()
+            measured = await _run_all(client, plan.measured, conc, cfg.request_rate, cfg.workload.seed)
+            cpu = process_time() - cpu0
+            end = max([r.end for r in measured if r.ok] or [perf_counter()])
+        finally:
+            gc.enable()
+        single, single_window = [], None
+        if plan.single:
+            s0 = perf_counter()
+            single = await _run_all(client, plan.single, 1, float("inf"), cfg.workload.seed)
+            single_window = (s0, perf_counter())
+    finally:
+        pool.close()
+    return BenchRun(warm, measured, single, start, end, single_window, cpu)
+
+
+def run_async(coro):
+    """Run coro on uvloop when it is installed (it roughly halves the client's CPU per chunk)."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coro)
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(coro)

@@ -1,0 +1,346 @@
+"""The per-connection protocol: HTTP/1.1 response framing and SSE events, parsed in place.
+
+Correctness lives in the general path (any split of the head, chunk framing and events across
+reads; CRLF or LF events; comments; error events). Two fast paths cover what servers send in
+steady state and keep the client's CPU per chunk low: a read that is exactly one chunk holding one
+event, and reads whose events all carry per-chunk usage (one regex pass per read, no json).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import socket
+from time import perf_counter
+
+_CT = b'"completion_tokens"'
+_CT_VALUES = re.compile(rb'"completion_tokens":\s*(\d+)')
+_MAX_HEAD = 64 * 1024
+_MAX_ERROR_BODY = 2048
+
+
+class StreamConnection(asyncio.Protocol):
+    """One keep-alive connection; serves one request at a time."""
+
+    def __init__(self, pool):
+        self.pool = pool
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self.rec = None
+        self.clean = False
+
+    # -- asyncio.Protocol -------------------------------------------------------------------------
+    def connection_made(self, transport):
+        self.transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def connection_lost(self, exc):
+        self.closed = True
+        if self.rec is None:
+            return
+        if not self.got_bytes and self.may_retry:
+            # Typically a keep-alive connection the server closed while idle: resend once.
+            self._settle(retry=True)
+        elif self.body_mode == "close" and not self.in_head:
+            self._end_body(perf_counter())
+        else:
+            why = f": {exc}" if exc else ""
+            self._fail(f"connection closed before the response ended{why}")
+
+    def eof_received(self):
+        return False
+
+    def data_received(self, data: bytes):
+        now = perf_counter()
+        if self.clean:
+            # Fast path: exactly one chunk "<hex>\r\n<one SSE event>\r\n" with per-chunk usage.
+            n = len(data)
+            i = data.find(b"\r\n")
+            if i > 0 and data.endswith(b"\n\n\r\n") and data.find(b"\n\n", i + 2) == n - 4:
+                try:
+                    size = int(data[:i], 16)
+                except ValueError:
+                    size = -1
+                m = _CT_VALUES.search(data, i + 2) if size == n - i - 4 else None
+                if m is not None:
+                    c = int(m.group(1))
+                    self.last_block = data
+                    if c > self.cum:
+                        rec = self.rec
+                        if not rec.first:
+                            rec.first = now
+                        rec.arrivals.append(now)
+                        rec.chunks.append(1)
+                        rec.tokens.append(c - self.cum)
+                        self.cum = c
+                    return
+        self._general(data, now)
+
+    def _general(self, data: bytes, now: float) -> None:
+        if self.rec is None:
+            return
+        self.got_bytes = True
+        if self.in_head:
+            data = self._head(data)
+            if data is None:
+                return
+        mode = self.body_mode
+        if mode == "chunked":
+            payload = self._dechunk(data)
+        elif mode == "length":
+            payload = data[: self.left]
+            self.left -= len(payload)
+            if self.left <= 0:
+                self.body_done = True
+        else:
+            payload = data
+        if payload and self.rec is not None:
+            if self.status == 200:
+                self._sse(payload, now)
+            elif len(self.err_body) < _MAX_ERROR_BODY:
+                self.err_body += payload
+        if self.rec is None:
+            return
+        if self.body_done:
+            self._end_body(now)
+        else:
+            self.clean = (mode == "chunked" and self.status == 200 and not self.left and not self.crlf_left
+                          and not self.size_buf and not self.sse_buf and self.fast is True)
+
+    # -- request lifecycle ------------------------------------------------------------------------
+    def begin(self, rec, fut: asyncio.Future, timeout: float, may_retry: bool) -> None:
+        """Attach the next request to this connection (its bytes are written by the caller)."""
+        self.rec, self.fut, self.may_retry = rec, fut, may_retry
+        self.got_bytes = self.clean = False
+        self.in_head, self.head_buf = True, b""
+        self.status, self.keep_alive = 0, True
+        self.body_mode, self.left, self.crlf_left, self.size_buf = "close", 0, 0, b""
+        self.body_done = False
+        self.err_body = b""
+        self.sse_buf, self.crlf_events, self.last_block = b"", False, b""
+        self.cum, self.fast = 0, None
+        self.done_seen = False
+        self.timer = asyncio.get_running_loop().call_later(timeout, self._timed_out, timeout)
+
+    def _timed_out(self, timeout: float) -> None:
+        self._fail(f"no complete response within {timeout:g} s (client timeout)")
+        if self.transport is not None:
+            self.transport.abort()
+
+    def _settle(self, retry: bool = False) -> None:
+        rec, self.rec = self.rec, None
+        self.clean = False
+        self.timer.cancel()
+        if not self.fut.done():
+            self.fut.set_result(retry)
+        if rec is not None and (self.closed or not self.keep_alive):
+            self.close()
+        else:
+            self.pool.release(self)
+
+    def _fail(self, error: str) -> None:
+        if self.rec is None:
+            return
+        self.rec.error = error
+        self.rec.ok = False
+        self.keep_alive = False
+        self._settle()
+
+    def _end_body(self, now: float) -> None:
+        rec = self.rec
+        rec.end = now
+        if self.status != 200:
+            text = self.err_body.decode("utf-8", "replace").strip().replace("\n", " ")[:300]
+            return self._fail(f"HTTP {self.status}: {text}")
+        if self.sse_buf.strip():
+            tail, self.sse_buf = self.sse_buf.strip(), b""
+            self._events(tail, now)
+            if self.rec is None:  # an error event failed the request
+                return
+        if self.fast and rec.usage is None:
+            self._final_usage()
+        if not rec.arrivals:
+            return self._fail("stream ended without any token" + ("" if self.done_seen else " (no [DONE])"))
+        rec.ok = True
+        self._settle()
+
+    def close(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()
+
+    # -- HTTP framing -----------------------------------------------------------------------------
+    def _head(self, data: bytes) -> bytes | None:
+        buf = self.head_buf + data if self.head_buf else data.lstrip(b"\r\n")
+        end = buf.find(b"\r\n\r\n")
+        if end < 0:
+            if len(buf) > _MAX_HEAD:
+                self._fail("response head larger than 64 KiB")
+            else:
+                self.head_buf = buf
+            return None
+        lines = buf[:end].decode("latin-1").split("\r\n")
+        parts = lines[0].split(" ", 2)
+        try:
+            self.status = int(parts[1])
+        except (IndexError, ValueError):
+            self._fail(f"not an HTTP response: {lines[0][:80]!r}")
+            return None
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            name, value = name.strip().lower(), value.strip().lower()
+            if name == "transfer-encoding" and "chunked" in value:
+                self.body_mode = "chunked"
+            elif name == "content-length" and self.body_mode != "chunked":
+                self.body_mode, self.left = "length", int(value)
+            elif name == "connection" and value == "close":
+                self.keep_alive = False
+        if parts[0] == "HTTP/1.0" or self.body_mode == "close":
+            self.keep_alive = False
+        self.in_head = False
+        if self.body_mode == "length" and self.left == 0:
+            self.body_done = True
+        return buf[end + 4:]
+
+    def _dechunk(self, data: bytes) -> bytes:
+        out = []
+        pos = 0
+        if self.size_buf:
+            data, self.size_buf = self.size_buf + data, b""
+        n = len(data)
+        while pos < n:
+            if self.left:
+                take = min(self.left, n - pos)
+                out.append(data[pos:pos + take])
+                pos += take
+                self.left -= take
+                if not self.left:
+                    self.crlf_left = 2
+                continue
+            if self.crlf_left:
+                skip = min(self.crlf_left, n - pos)
+                pos += skip
+                self.crlf_left -= skip
+                continue
+            eol = data.find(b"\r\n", pos)
+            if eol < 0:
+                self.size_buf = data[pos:]
+                break
+            try:
+                size = int(data[pos:eol].split(b";", 1)[0], 16)
+            except ValueError:
+                self._fail(f"bad chunk size line {data[pos:eol][:40]!r}")
+                return b""
+            pos = eol + 2
+            if size == 0:
+                self.body_done = True  # trailers, if any, are ignored
+                break
+            self.left = size
+        return out[0] if len(out) == 1 else b"".join(out)
+
+    # -- SSE --------------------------------------------------------------------------------------
+    def _sse(self, payload: bytes, now: float) -> None:
+        buf = self.sse_buf + payload if self.sse_buf else payload
+        if self.crlf_events or b"\r" in payload:
+            self.crlf_events = True
+            buf = buf.replace(b"\r\n", b"\n")
+        cut = buf.rfind(b"\n\n")
+        if cut < 0:
+            self.sse_buf = buf
+            return
+        self.sse_buf = buf[cut + 2:]
+        self._events(buf[:cut], now)
+
+    def _events(self, block: bytes, now: float) -> None:
+        """Handle complete events (separated by blank lines) that arrived at `now`."""
+        chunks = tokens = 0
+        cum = self.cum
+        values = _CT_VALUES.findall(block) if self.fast is not False else ()
+        if values and len(values) == block.count(b"\n\n") + 1:
+            # Every event carries cumulative usage: tokens and chunks without parsing json.
+            self.fast = True
+            self.last_block = block
+            for v in values:
+                c = int(v)
+                if c > cum:
+                    chunks += 1
+                    tokens += c - cum
+                    cum = c
+        else:
+            for ev in block.split(b"\n\n"):
+                m = _CT_VALUES.search(ev) if self.fast is not False else None
+                if m is not None:
+                    self.fast = True
+                    self.last_block = ev
+                    c = int(m.group(1))
+                    if c > cum:
+                        chunks += 1
+                        tokens += c - cum
+                        cum = c
+                    continue
+                k = self._slow_event(ev)
+                if self.rec is None:
+                    return
+                chunks += k
+                tokens += k
+        self.cum = cum
+        if chunks:
+            rec = self.rec
+            if not rec.first:
+                rec.first = now
+            rec.arrivals.append(now)
+            rec.chunks.append(chunks)
+            rec.tokens.append(tokens)
+
+    def _slow_event(self, ev: bytes) -> int:
+        """Parse one event in full; returns 1 for a content chunk, 0 otherwise."""
+        data = b"\n".join(line[5:].lstrip(b" ") for line in ev.split(b"\n") if line.startswith(b"data:"))
+        if not data:
+            return 0  # comments (": ping"), event:/id: lines
+        if data.strip() == b"[DONE]":
+            self.done_seen = True
+            return 0
+        try:
+            obj = json.loads(data)
+        except ValueError:
+            self._fail(f"malformed SSE event: {data[:120]!r}")
+            return 0
+        if not isinstance(obj, dict):
+            return 0
+        if obj.get("error") and not obj.get("choices"):
+            err = obj["error"]
+            msg = err.get("message", err) if isinstance(err, dict) else err
+            self._fail(f"server error event: {str(msg)[:300]}")
+            return 0
+        if obj.get("usage"):
+            self.rec.usage = obj["usage"]
+        choices = obj.get("choices") or []
+        if not choices:
+            return 0
+        self.fast = False
+        self.rec.tokens_exact = False
+        ch = choices[0]
+        if "delta" in ch:  # chat: a role-only chunk is not a token
+            delta = ch.get("delta") or {}
+            return 1 if (delta.get("content") or delta.get("reasoning_content")) else 0
+        return 1
+
+    def _final_usage(self) -> None:
+        """Parse the usage of the last event that carried one (the final usage block)."""
+        blk = self.last_block
+        k = blk.rfind(_CT)
+        if k < 0:
+            return
+        s = blk.rfind(b"data:", 0, k)
+        e = blk.find(b"\n\n", k)
+        raw = blk[s + 5:e if e >= 0 else len(blk)].strip()
+        if raw.endswith(b"\r\n"):
+            raw = raw[:-2]
+        try:
+            usage = json.loads(raw).get("usage")
+        except (ValueError, AttributeError):
+            return
+        if isinstance(usage, dict):
+            self.rec.usage = usage
