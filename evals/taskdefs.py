@@ -40,7 +40,9 @@ class ExpectedFailure(BaseModel):
     stage: Literal["build", "load", "launch", "scan"]
     """Where it shows: the ROCm build log, the model load (expected_params / server log), the launch, a scan."""
     log_contains: str
-    """A substring the stage's log must contain (the real compiler/loader message)."""
+    """A substring the stage's log must contain (the real compiler/loader message); for scan, the source."""
+    patch: str | None = None
+    """The injected fault patch that causes it (revert it to see what it masks)."""
     file: str | None = None
     """Repo-relative file the error points at, when there is one."""
     symbol: str | None = None
@@ -98,6 +100,10 @@ class Task(BaseModel):
     def framework_dir(self) -> Path:
         return FRAMEWORKS_DIR / self.framework
 
+    def failures_at(self, stage: str) -> list[ExpectedFailure]:
+        """Expected failures of one stage, in the order they show (later ones masked by earlier ones)."""
+        return [f for f in self.expected_failures if f.stage == stage]
+
     def checkpoint_command(self, out: str) -> str:
         """The command (run from the repo root) that writes this task's checkpoint to `out`."""
         return shlex.join(["python3", "-m", "tinyserve.make_checkpoint", "--out", out, *self.checkpoint_args])
@@ -121,6 +127,10 @@ def load_task(name_or_path: str) -> Task:
     for patch in task.patches:
         if not (TASKS_DIR / patch).is_file():
             raise TaskError(f"{path}: patch {patch} not found under {TASKS_DIR}")
+    for failure in task.expected_failures:
+        if failure.patch is not None and failure.patch not in task.patches:
+            raise TaskError(f"{path}: expected failure {failure.kind} names patch {failure.patch}, "
+                            f"which the task does not apply")
     return task
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from tinyserve import safetensors_io
-from tinyserve.model_loader import INDEX_FILE
 from tinyserve.quant import GROUP_SIZE, quantize_mxfp4
+from tinyserve.safetensors_io import INDEX_FILE
 
 ARCHITECTURE = "TinyGlmMoeForCausalLM"
 

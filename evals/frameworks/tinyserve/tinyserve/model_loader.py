@@ -11,8 +11,7 @@ from tinyserve import safetensors_io
 from tinyserve.config import ModelConfig
 from tinyserve.models import resolve_model_class
 from tinyserve.quant import Mxfp4Config
-
-INDEX_FILE = "model.safetensors.index.json"
+from tinyserve.safetensors_io import INDEX_FILE
 
 
 def shard_files(model_path: str | Path) -> list[Path]:

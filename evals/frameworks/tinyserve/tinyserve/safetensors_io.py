@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+INDEX_FILE = "model.safetensors.index.json"
 # Storage dtype per safetensors dtype; BF16 is kept as raw uint16 bits on disk.
 STORAGE = {"F32": np.float32, "F16": np.float16, "BF16": np.uint16, "U8": np.uint8, "I8": np.int8,
            "I32": np.int32, "I64": np.int64, "F8_E4M3": np.uint8}
