@@ -141,6 +141,10 @@ class QuantExclusionFixer:
                      f"table its load_weights uses, before any layer is built.")
         return make_proposal(failure, self.family, {loader.rel: (loader.text, new)}, rationale)
 
+    def check(self, proposal: Proposal, ws: Workspace) -> CheckResult:
+        """The cheap check before any server launch: every exclusion resolves to a registered module."""
+        return check_exclusions(proposal, ws)
+
 
 def check_exclusions(proposal: Proposal, ws: Workspace) -> CheckResult:
     """Every excluded checkpoint module resolves to a registered module through the patched table."""

@@ -237,6 +237,10 @@ class WeightNameFixer:
                      f"is dropped. The table is module-level with one rename line at the top of the loop.")
         return make_proposal(failure, self.family, {loader.rel: (loader.text, new)}, rationale)
 
+    def check(self, proposal: Proposal, ws: Workspace) -> CheckResult:
+        """The cheap check before any server launch: the patched table replayed over the checkpoint index."""
+        return check_remap(proposal, ws)
+
 
 def patched_sources(proposal: Proposal, ws: Workspace) -> dict[str, str]:
     """The proposal's files after `git apply` on a scratch copy (the repo is not touched)."""

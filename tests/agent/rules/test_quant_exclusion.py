@@ -50,6 +50,7 @@ def test_after_the_name_fix_the_shape_mismatch_is_fixed_in_the_model(quant_case)
     assert "_CHECKPOINT_NAME_REMAP = (" not in proposal.diff  # the loader's table is reused, not rewritten
     assert "model.layers.2.mlp.shared_experts -> model.mtp.mlp.shared_expert" in proposal.rationale
     assert check_exclusions(proposal, ws).ok
+    assert QuantExclusionFixer().check(proposal, ws).ok  # what the agent loop calls
 
     apply_diff(repo, proposal.diff)
     done = run_load(repo, ckpt)

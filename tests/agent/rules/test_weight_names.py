@@ -51,7 +51,8 @@ def test_mtp_shared_experts_remap_loads_every_param(mtp_case):
     assert '("model.layers.2.mlp.shared_experts.", "model.mtp.mlp.shared_expert."),' in proposal.diff
     assert '("model.layers.2.", "model.mtp."),' in proposal.diff
     assert "+            name = _remap_checkpoint_name(name)" in proposal.diff
-    assert check_remap(proposal, ws).ok
+    check = WeightNameFixer().check(proposal, ws)  # what the agent loop calls: check_remap
+    assert check.ok and check.detail.endswith("58 checkpoint tensors -> all 40 expected params"), check.detail
 
     apply_diff(repo, proposal.diff)
     done = run_load(repo, ckpt)
