@@ -190,10 +190,11 @@ def serve_check(sandbox: Sandbox, template: str, *, model_path: str, port: int |
     return result
 
 
-def serve_profile(sandbox: Sandbox, profile, *, model_path: str, **kwargs) -> ServeResult:
-    """`serve_check` with the launch template, endpoints, timeout and prompt of a Profile."""
+def serve_profile(sandbox: Sandbox, profile, *, model_path: str, arch: str = "gfx942", **kwargs) -> ServeResult:
+    """`serve_check` with the launch template, endpoints, timeout, prompt and env ({arch} filled) of a Profile."""
     launch = profile.launch
+    env = {k: v.replace("{arch}", arch) for k, v in profile.env.items()}
     options = {"health_path": launch.health_path, "models_path": launch.models_path,
-               "ready_timeout": launch.ready_timeout_s, "smoke_prompt": launch.smoke_prompt}
+               "ready_timeout": launch.ready_timeout_s, "smoke_prompt": launch.smoke_prompt, "env": env}
     options.update(kwargs)
     return serve_check(sandbox, launch.command, model_path=model_path, **options)

@@ -196,3 +196,11 @@ def test_tinyserve_with_mtp_name_fault_is_diagnosed(tinyserve):
     names = [f for f in result.failures if f.kind == "weight_name"]
     assert names and "shared_experts" in names[0].symbol, result.failures
     assert names[0].file == "tinyserve/models/glm_moe.py"
+
+
+def test_sandbox_without_network_is_refused_before_launch(server_repo, rocm_image):
+    from sandboxes.docker import DockerSandbox
+
+    with DockerSandbox(rocm_image, server_repo, network=False) as sandbox, \
+            pytest.raises(ServeError, match="network=True"):
+        serve_check(sandbox, "python3 server.py ok {port} /dev/null", model_path="/m")

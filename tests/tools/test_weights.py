@@ -13,6 +13,9 @@ from safetensors.numpy import save_file
 
 from tools.weights import (
     CheckpointError,
+    PrefixRule,
+    RemapError,
+    check_rules,
     compare,
     derive_remap,
     load_checkpoint,
@@ -178,3 +181,34 @@ def test_cli_expected_params_from_the_tinyserve_profile_hook(tmp_path):
     assert ["model.layers.2.mlp.shared_experts", "model.mtp.shared_experts"] in data["remap"]["rules"]
     bad = _cli("weights", str(ckpt), "--profile", "nope", "--repo", str(fixture))
     assert bad.returncode == 2 and "no profile 'nope'" in bad.stderr
+
+
+STACKED = [("qkv_proj", "q_proj"), ("qkv_proj", "k_proj"), ("qkv_proj", "v_proj")]
+
+
+def test_remap_through_stacked_mapping_and_only_unmatched_names():
+    ckpt = [f"model.layers.{i}.self_attn.{p}.weight" for i in range(3) for p in ("q_proj", "k_proj", "v_proj")]
+    expected = [f"model.layers.{i}.self_attn.qkv_proj.weight" for i in range(2)] + ["model.mtp.self_attn.qkv_proj.weight"]
+    remap = derive_remap(ckpt, expected, STACKED)
+    assert [(r.checkpoint, r.framework) for r in remap.rules] == [("model.layers.2", "model.mtp")]
+    assert sorted(remap.renamed) == [f"model.layers.2.self_attn.{p}.weight" for p in ("k_proj", "q_proj", "v_proj")]
+
+
+def test_remap_declines_ambiguous_and_non_renames():
+    with pytest.raises(RemapError, match="ambiguous") as err:
+        derive_remap(["a.x.weight", "b.x.weight"], ["c.x.weight", "d.x.weight"])
+    assert err.value.ambiguous
+    with pytest.raises(RemapError, match="share no name suffix"):
+        derive_remap(["a.x.weight", "a.extra.bias"], ["c.x.weight"])
+
+
+def test_remap_resolves_ties_by_the_smallest_table():
+    # x alone is a tie (a.x or b.x -> c.x or d.x); a.y -> c.y fixes a -> c, so b -> d
+    remap = derive_remap(["a.x.weight", "b.x.weight", "a.y.weight"], ["c.x.weight", "d.x.weight", "c.y.weight"])
+    assert [(r.checkpoint, r.framework) for r in remap.rules] == [("a", "c"), ("b", "d")]
+
+
+def test_remap_rules_check_reports_what_is_left():
+    rules = [PrefixRule("model.layers.2", "model.mtp")]
+    problems = check_rules(rules, ["model.layers.2.a.weight", "model.layers.2.b.weight"], ["model.mtp.a.weight"])
+    assert problems == ["1 checkpoint tensors not consumed (e.g. model.layers.2.b.weight)"]
