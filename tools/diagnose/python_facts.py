@@ -78,7 +78,7 @@ def weight_line(text: str) -> tuple[str | None, dict] | None:
     m = _NOT_IN_PARAMS.search(text)
     if m:
         return m.group("name"), {"unexpected": [m.group("name")]}
-    if "checkpoint" not in text and "key(s)" not in text:
+    if "initialized from checkpoint" not in text and "key(s) in state_dict" not in text:
         return None
     found = weight_facts(PyException("log", text), "")
     return (found[1], found[2]) if found else None
