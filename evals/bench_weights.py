@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import struct
 import tempfile
@@ -92,13 +93,19 @@ def framework_params(tensors: dict, layers: int) -> dict[str, dict]:
     return out
 
 
-def _time(fn, repeat: int) -> tuple[float, object]:
-    runs, result = [], None
+def _time(fn, repeat: int) -> tuple[float, float, object]:
+    """Median wall and CPU seconds of `repeat` runs (CPU time is what a busy machine distorts least)."""
+    walls, cpus, result = [], [], None
     for _ in range(repeat):
-        start = time.perf_counter()
+        wall, cpu = time.perf_counter(), time.process_time()
         result = fn()
-        runs.append(time.perf_counter() - start)
-    return statistics.median(runs), result
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+    return statistics.median(walls), statistics.median(cpus), result
+
+
+def _row(what: str, wall: float, cpu: float, note: str) -> None:
+    print(f"{what:<32} wall {wall * 1e3:8.1f} ms  cpu {cpu * 1e3:8.1f} ms  ({note})")
 
 
 def main() -> None:
@@ -116,18 +123,18 @@ def main() -> None:
         index_mb = (root / "model.safetensors.index.json").stat().st_size / 1e6
         print(f"checkpoint: {len(tensors)} tensors, {args.shards} shards, index {index_mb:.1f} MB; "
               f"framework expects {len(expected)} params")
-        t_names, ck = _time(lambda: load_checkpoint(root, shapes=False), args.repeat)
-        print(f"names from index only:        {t_names * 1e3:8.1f} ms  ({len(ck.tensors)} names)")
-        t_shapes, ck = _time(lambda: load_checkpoint(root, shapes=True), args.repeat)
-        print(f"names+dtypes+shapes (headers): {t_shapes * 1e3:8.1f} ms  ({len(ck.shards)} shard headers)")
-        t_cmp, report = _time(lambda: compare(ck, expected), args.repeat)
-        print(f"compare with expected params:  {t_cmp * 1e3:8.1f} ms  ({len(report.missing)} missing, "
-              f"{len(report.unexpected)} unexpected, {len(report.groups)} groups)")
-        t_remap, remap = _time(lambda: derive_remap(ck.names, expected, MAPPINGS), max(1, args.repeat // 2))
+        w_names, c_names, ck = _time(lambda: load_checkpoint(root, shapes=False), args.repeat)
+        _row("names from the index only", w_names, c_names, f"{len(ck.tensors)} names")
+        w_shapes, c_shapes, ck = _time(lambda: load_checkpoint(root, shapes=True), args.repeat)
+        _row("names+dtypes+shapes (headers)", w_shapes, c_shapes, f"{len(ck.shards)} shard headers")
+        w_cmp, c_cmp, report = _time(lambda: compare(ck, expected), args.repeat)
+        _row("compare with expected params", w_cmp, c_cmp, f"{len(report.missing)} missing, "
+             f"{len(report.unexpected)} unexpected, {len(report.groups)} groups")
+        w_remap, c_remap, remap = _time(lambda: derive_remap(ck.names, expected, MAPPINGS), max(1, args.repeat // 2))
         rules = ", ".join(f"{r.checkpoint} -> {r.framework}" for r in remap.rules)
-        print(f"derive the MTP remap:          {t_remap * 1e3:8.1f} ms  ({rules})")
-        print(f"total names+shapes+compare+remap: {(t_shapes + t_cmp + t_remap) * 1e3:.1f} ms")
-
+        _row("derive the MTP remap", w_remap, c_remap, rules)
+        _row("total shapes+compare+remap", w_shapes + w_cmp + w_remap, c_shapes + c_cmp + c_remap, "one weight check")
+        print(f"load average while measuring: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 if __name__ == "__main__":
     main()

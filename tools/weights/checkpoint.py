@@ -129,18 +129,20 @@ def _from_index(root: Path, index: Path, shapes: bool, threads: int) -> Checkpoi
         tensors = {name: TensorInfo(name, shard) for name, shard in weight_map.items()}
         return Checkpoint(root, tensors, shards, _read_config(root), has_shapes=False)
     with ThreadPoolExecutor(max_workers=max(1, min(threads, len(shards)))) as pool:
-        headers = dict(zip(shards, pool.map(lambda s: read_header(root / s), shards)))
-    tensors = {}
-    for name, shard in weight_map.items():
-        info = headers[shard].get(name)
-        if info is None:
-            raise CheckpointError(f"{index}: maps {name!r} to {shard}, whose header has no such tensor; "
-                                  f"the index and shards are from different downloads")
-        tensors[name] = info
+        headers = list(pool.map(lambda s: read_header(root / s), shards))
+    tensors: dict[str, TensorInfo] = {}
+    for header in headers:
+        tensors.update(header)
+    if absent := weight_map.keys() - tensors.keys():
+        name = min(absent)
+        raise CheckpointError(f"{index}: maps {name!r} to {weight_map[name]}, whose header has no such tensor; "
+                              f"the index and shards are from different downloads")
+    if len(tensors) > len(weight_map):  # tensors the index does not list are not loaded by frameworks either
+        tensors = {n: tensors[n] for n in weight_map}
     return Checkpoint(root, tensors, shards, _read_config(root), has_shapes=True)
 
 
-def load_checkpoint(path: str | Path, *, shapes: bool = True, threads: int = 8) -> Checkpoint:
+def load_checkpoint(path: str | Path, *, shapes: bool = True, threads: int = 4) -> Checkpoint:
     """Read a checkpoint directory, index file or single .safetensors file (headers only).
 
     With `shapes=False` a sharded checkpoint is read from its index alone (names, no dtypes/shapes).
