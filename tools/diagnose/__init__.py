@@ -29,7 +29,11 @@ __all__ = ["DiagnoseError", "diagnose_file", "diagnose_lines", "diagnose_text"]
 
 
 def diagnose_text(text: str, *, repo_root: str | Path | None = None, source: str | None = None) -> list[Failure]:
-    """Every failure in an in-memory log, in log order."""
+    """Every failure in an in-memory log, in log order.
+
+    `repo_root` makes paths repo-relative (container mounts, build trees, hipified copies included);
+    `source` names what produced the log ("hipcc", "nvcc", "server") where its format alone cannot tell.
+    """
     return diagnose_lines(iter_text_lines(text), repo_root=repo_root, source=source)
 
 

@@ -61,7 +61,27 @@ def relativize(path: str | None, repo_root: str | Path | None = None) -> str | N
         tail = _suffix_in_repo(path if path.startswith("/") else "/" + path, root)
         if tail:
             return tail
+        stripped = _strip_build_prefix(path)
+        return _unhipified(stripped, root) or stripped
     return _strip_build_prefix(path)
+
+
+# Build-time hipify writes renamed copies (x.cu -> x.hip, x.cuh -> x_hip.cuh, cuda/ -> hip/);
+# a fix belongs in the source the copy was made from.
+_HIPIFIED = [(re.compile(r"\.hip$"), ".cu"), (re.compile(r"_hip(\.\w+)$"), r"\1"),
+             (re.compile(r"(^|/)hip/"), r"\1cuda/")]
+
+
+def _unhipified(path: str, root: str) -> str | None:
+    """The repo source a hipified build copy was generated from, when it exists."""
+    if path.startswith("/"):
+        return None
+    candidate = path
+    for pattern, repl in _HIPIFIED:
+        candidate = pattern.sub(repl, candidate)
+    if candidate != path and _exists_under(root, candidate):
+        return candidate
+    return None
 
 
 def _strip_build_prefix(path: str) -> str:

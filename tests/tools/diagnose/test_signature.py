@@ -61,3 +61,13 @@ def test_tp_workers_printing_one_traceback_yield_one_failure(git_repo):
     failures = diagnose_text(log, repo_root=repo)
     assert len(failures) == 1
     assert failures[0].symbol == "model.mtp.block.mlp.shared_experts.gate_up_proj.weight"
+
+
+def test_hipified_build_copies_map_back_to_their_source(git_repo):
+    repo = git_repo({"csrc/attention/attention_kernels.cu": "", "csrc/attention/dtype_bfloat16.cuh": ""})
+    log = ("In file included from /build/temp.linux-x86_64-cpython-312/csrc/attention/attention_kernels.hip:23:\n"
+           "/build/temp.linux-x86_64-cpython-312/csrc/attention/dtype_bfloat16_hip.cuh:30:10: "
+           "fatal error: 'cuda_bf16.h' file not found\n")
+    (failure,) = diagnose_text(log, repo_root=repo)
+    assert failure.file == "csrc/attention/dtype_bfloat16.cuh"
+    assert failure.facts["unit"] == "csrc/attention/attention_kernels.cu"
