@@ -132,7 +132,7 @@ class CompileParser:
                 self.wrappers.append(text)
             self._flush()
             return True
-        if " -c " in f" {text} " and P.COMPILER_CMD.search(text) and " -c " in f" {text} " and len(text) > 40:
+        if len(text) > 40 and " -c " in f" {text} " and P.COMPILER_CMD.search(text):
             self._flush()
             self._set_command(text)
             return True
