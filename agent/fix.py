@@ -88,28 +88,40 @@ def dedupe(failures: list[Failure]) -> list[Failure]:
     return out
 
 
+def _fix_one(ws: Workspace, failure: Failure, validator: Validator | None, dry_run: bool) -> FixRecord:
+    if not fixers_for(failure.kind):
+        return FixRecord(failure, "no_rule")
+    result = propose_for(failure, ws)
+    record = FixRecord(failure, "declined" if result.declines else "already_fixed",
+                       proposals=result.proposals, reasons=list(result.declines))
+    for proposal in result.proposals:
+        if dry_run or validator is None:
+            record.status = "proposed"
+            continue
+        outcome = validator.validate(proposal, failure)
+        record.outcomes.append(outcome)
+        if outcome.kept:
+            outcome.commit = commit(ws.root, failure, outcome)
+            record.status = "kept"
+            break
+        record.status = "rejected"
+        record.reasons.append(outcome.reason)
+    return record
+
+
 def fix_failures(ws: Workspace, failures: list[Failure], validator: Validator | None,
                  dry_run: bool = False) -> list[FixRecord]:
-    """Propose for every failure in order; validate and commit each kept patch (nothing applied in a dry run)."""
-    records = []
-    for failure in dedupe(failures):
-        if not fixers_for(failure.kind):
-            records.append(FixRecord(failure, "no_rule"))
-            continue
-        result = propose_for(failure, ws)
-        record = FixRecord(failure, "declined" if result.declines else "already_fixed",
-                           proposals=result.proposals, reasons=list(result.declines))
-        records.append(record)
-        for proposal in result.proposals:
-            if dry_run or validator is None:
-                record.status = "proposed"
-                continue
-            outcome = validator.validate(proposal, failure)
-            record.outcomes.append(outcome)
-            if outcome.kept:
-                outcome.commit = commit(ws.root, failure, outcome)
-                record.status = "kept"
-                break
-            record.status = "rejected"
-            record.reasons.append(outcome.reason)
+    """Propose for every failure in order; validate and commit each kept patch (nothing applied in a dry run).
+
+    A failure a rule declined is asked once more after other fixes landed: one fix can settle
+    what made another rule decline (warp-size literals first, then the warp width is clear).
+    """
+    records = [_fix_one(ws, f, validator, dry_run) for f in dedupe(failures)]
+    if dry_run or not any(r.status == "kept" for r in records):
+        return records
+    for i, rec in enumerate(records):
+        if rec.status == "declined":
+            retry = _fix_one(ws, rec.failure, validator, dry_run)
+            if retry.status in ("kept", "rejected"):
+                records[i] = retry
     return records

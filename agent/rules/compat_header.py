@@ -52,7 +52,7 @@ __device__ inline void rocm_compat_syncwarp() {{
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
 }}
 #else
-#define WARP_FULL_MASK 0xffffffffu
+#define WARP_FULL_MASK 0xffffffff
 #define WARP_SHFL(mask, ...) __shfl_sync(mask, __VA_ARGS__)
 #define WARP_SHFL_XOR(mask, ...) __shfl_xor_sync(mask, __VA_ARGS__)
 #define WARP_SHFL_UP(mask, ...) __shfl_up_sync(mask, __VA_ARGS__)

@@ -36,12 +36,19 @@ _LANES32 = [
 ]
 
 
-def lanes32_evidence(text: str) -> list[str]:
-    """Why a kernel looks written for 32-lane warps (empty when it is warpSize-generic)."""
+def lane_model(text: str) -> tuple[str, list[str]]:
+    """How a kernel treats a warp: '32' (32-lane arithmetic, or no use of warpSize), 'generic'
+    (warpSize only) or 'mixed' (both: ambiguous); with the 32-lane evidence found.
+    Only what the ROCm build compiles counts (CUDA-only branches are ignored)."""
+    lines = text.splitlines()
+    text = "\n".join(ln for ln, st in zip(lines, branches(lines)) if platform_of(st) != "cuda")
     found = [why for pattern, why in _LANES32 if pattern.search(text)]
-    if found or not _GENERIC.search(text):
-        return found or ["no use of warpSize: written for CUDA's 32-lane warp"]
-    return []
+    generic = bool(_GENERIC.search(text))
+    if found and generic:
+        return "mixed", found
+    if generic:
+        return "generic", []
+    return "32", found or ["no use of warpSize: written for CUDA's 32-lane warp"]
 
 
 def _arg_count(text: str, open_paren: int) -> int:
@@ -122,8 +129,11 @@ class WarpIntrinsicFixer:
         text = ws.read(rel)
         if text is None:
             return None
-        evidence = lanes32_evidence(text)
-        new, done = rewrite_calls(text, lanes32=bool(evidence))
+        model, evidence = lane_model(text)
+        if model == "mixed" and _CALL.search(text):
+            raise Decline(f"{rel} uses warpSize and also 32-lane arithmetic ({'; '.join(evidence)}): ambiguous "
+                          f"warp width; derive the literals from WARP_SIZE first (warp_size rule) or decide by hand")
+        new, done = rewrite_calls(text, lanes32=model == "32")
         if not done:
             return None
         compat = find_compat(ws)
@@ -136,7 +146,7 @@ class WarpIntrinsicFixer:
             new = add_include(new, spelling)
         edits[rel] = (text, new)
         width = (f"written for 32-lane warps ({'; '.join(evidence)}): 32-lane forms pass width 32 on ROCm"
-                 if evidence else "warpSize-generic: the hardware warp (64 lanes on CDNA) is kept")
+                 if model == "32" else "warpSize-generic: the hardware warp (64 lanes on CDNA) is kept")
         return make_proposal(failure, self.family, edits, (
             f"{rel}: warp intrinsics through {compat} ({', '.join(sorted(set(done)))}). The kernel is {width}; "
             f"ballots are 64-bit on ROCm. On CUDA every macro expands to the original call. Warp-width "

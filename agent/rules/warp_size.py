@@ -1,0 +1,114 @@
+"""warp_size: warp-size literals derived from the compat header's WARP_SIZE, the one source of truth.
+
+Only kernels that use the hardware warp (warpSize-generic) are rewritten: a kernel written for
+32-lane warps keeps 32-lane logical warps on ROCm (WARP32_* shuffles), so its `% 32` is right.
+Rewrites that leave the CUDA tokens unchanged (`% 32` -> `% WARP_SIZE`, CUDA WARP_SIZE is 32) are made
+in place; others (`& 31`, constexpr `warpSize`) get an `#ifdef USE_ROCM` copy of the statement.
+"""
+from __future__ import annotations
+
+import re
+
+from agent.rules.base import Decline, Workspace, make_proposal, register
+from agent.rules.compat_header import compat_location, compat_text, find_compat, include_spelling
+from agent.rules.cpp import branches, include_of, platform_of
+from agent.rules.headers import target_file
+from agent.rules.warp import add_include, lane_model
+from tools.records import Failure, Proposal
+
+# In place: CUDA's WARP_SIZE / WARP_FULL_MASK expand to exactly these literals.
+SAME_TOKENS = [(re.compile(r"(%|/)(\s*)32\b(?![uU.])"), r"\1\2WARP_SIZE"),
+               (re.compile(r"\[(\s*)32(\s*)\]"), r"[\1WARP_SIZE\2]"),
+               (re.compile(r"\b0xffffffff\b(?![uU])"), "WARP_FULL_MASK")]
+# Through an `#ifdef USE_ROCM` copy of the statement: the CUDA spelling differs.
+NEW_TOKENS = [(re.compile(r"&(\s*)(?:31|0x1[fF])\b[uU]?"), r"&\1(WARP_SIZE - 1)"),
+              (re.compile(r"\bwarpSize\b"), "WARP_SIZE")]
+_STATEMENT_END = (";", "{", "}")
+
+
+def _sub(line: str, table) -> str:
+    for pattern, repl in table:
+        line = pattern.sub(repl, line)
+    return line
+
+
+def _finding_lines(ws: Workspace, rel: str, failure: Failure) -> list[int]:
+    """1-based lines with warp-size findings in the file (the scanner's warp context), else the failure's."""
+    from tools.scan import scan_file
+    lines = {f.line for f in scan_file(ws.root / rel) if f.kind == "warp_size" and f.line}
+    text = (ws.read(rel) or "").splitlines()
+    # Logs go stale once the file changes: trust the line only while it still shows the literal.
+    if (failure.line and failure.symbol and failure.line <= len(text)
+            and failure.symbol.replace(" ", "") in text[failure.line - 1].replace(" ", "")):
+        lines.add(failure.line)
+    return sorted(lines)
+
+
+def _whole_statement(lines: list[str], i: int) -> bool:
+    prev = lines[i - 1].rstrip() if i else ""
+    starts = not prev or prev.endswith(_STATEMENT_END) or prev.lstrip().startswith(("#", "//"))
+    return starts and lines[i].rstrip().endswith(_STATEMENT_END)
+
+
+def rewrite(text: str, line_numbers: list[int]) -> tuple[str, list[str]]:
+    """The text with warp-size literals on those lines derived from WARP_SIZE; and what was skipped."""
+    lines = text.splitlines(keepends=True)
+    stacks = branches(lines)
+    skipped = []
+    for n in sorted(line_numbers, reverse=True):
+        i = n - 1
+        if i >= len(lines) or platform_of(stacks[i]) == "cuda":
+            continue
+        line = _sub(lines[i], SAME_TOKENS)
+        rocm = _sub(line, NEW_TOKENS)
+        if rocm == line or platform_of(stacks[i]) == "rocm":
+            lines[i] = rocm
+        elif _whole_statement(lines, i):
+            nl = "" if lines[i].endswith("\n") else "\n"
+            lines[i:i + 1] = ["#ifdef USE_ROCM\n", rocm + nl, "#else\n", lines[i] + nl, "#endif\n"]
+        else:
+            skipped.append(f"line {n} (not a whole statement)")
+    return "".join(lines), skipped
+
+
+class WarpSizeFixer:
+    """Warp-size literals -> WARP_SIZE from the compat header (warpSize-generic kernels only)."""
+
+    family = "warp_size"
+    kinds = ("warp_size",)
+
+    def propose(self, failure: Failure, ws: Workspace) -> Proposal | None:
+        symbol = (failure.symbol or "").strip()
+        if symbol == "CUB_WARP_THREADS":
+            raise Decline("CUB_WARP_THREADS is CUB's; hipCUB names it HIPCUB_WARP_THREADS(0): use the cub rule's "
+                          "hipcub alias plus a ROCm-side definition, which needs a human to pick")
+        rel = target_file(failure)
+        text = ws.read(rel)
+        if text is None:
+            return None
+        model, evidence = lane_model(text)
+        if model == "32" or "WARP32_" in text:
+            raise Decline(f"{rel} is written for 32-lane warps ({'; '.join(evidence) or 'WARP32_* shuffles'}) and "
+                          f"keeps 32-lane logical warps on ROCm, so its {symbol or '32'} is consistent; "
+                          f"deriving it from the 64-lane hardware warp would mix lane layouts")
+        new, skipped = rewrite(text, _finding_lines(ws, rel, failure))
+        if new == text:
+            if skipped:
+                raise Decline(f"{rel}: warp-size literal inside a multi-line statement ({', '.join(skipped)})")
+            return None
+        edits: dict[str, tuple[str | None, str]] = {}
+        compat = find_compat(ws)
+        if compat is None:
+            compat = compat_location(ws, rel)
+            edits[compat] = (None, compat_text(ws))
+        spelling = include_spelling(compat, rel)
+        if not any(include_of(ln) == spelling for ln in new.splitlines()):
+            new = add_include(new, spelling)
+        edits[rel] = (text, new)
+        return make_proposal(failure, self.family, edits, (
+            f"{rel}: warp-size literals derived from WARP_SIZE in {compat} (64 on CDNA, 32 on CUDA and RDNA); "
+            f"on CUDA the tokens are unchanged or kept in the #else branch. Only running the kernel on the GPU "
+            f"proves the lane arithmetic; here it was compiled, not run."))
+
+
+register(WarpSizeFixer())
