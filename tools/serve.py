@@ -13,6 +13,8 @@ import os
 import signal
 import socket
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
 from sandboxes.base import Sandbox, Service
@@ -33,6 +35,10 @@ class ServeResult:
     """What one launch did: readiness, the smoke completion, diagnosed failures and the log."""
 
     command: str
+    base_url: str = ""
+    """http://host:port of the server (an OpenAI-compatible API once ready)."""
+    model: str = ""
+    """The model id the server lists on /v1/models (what requests must name)."""
     ready: bool = False
     health_s: float | None = None
     """Seconds from launch until the health/models endpoint answered 200."""
@@ -154,13 +160,15 @@ def _stop(service: Service, grace_s: float) -> int | None:
     return code
 
 
-def serve_check(sandbox: Sandbox, template: str, *, model_path: str, port: int | None = None,
-                tp: int = 1, dp: int = 1, host: str = "127.0.0.1", health_path: str = "/health",
-                models_path: str = "/v1/models", ready_timeout: float = 600,
-                smoke_prompt: str = "The capital of France is", smoke_max_tokens: int = 8,
-                env: dict[str, str] | None = None, name: str = "server",
-                stop_grace_s: float = STOP_GRACE_S) -> ServeResult:
-    """Launch, wait for health, smoke-complete, diagnose a failed load, stop; never leaves a process.
+@contextmanager
+def running_server(sandbox: Sandbox, template: str, *, model_path: str, port: int | None = None,
+                   tp: int = 1, dp: int = 1, host: str = "127.0.0.1", health_path: str = "/health",
+                   models_path: str = "/v1/models", ready_timeout: float = 600,
+                   smoke_prompt: str = "The capital of France is", smoke_max_tokens: int = 8,
+                   env: dict[str, str] | None = None, name: str = "server",
+                   stop_grace_s: float = STOP_GRACE_S) -> Iterator[ServeResult]:
+    """Launch and smoke-check; the server stays up inside the `with` block (e.g. for a benchmark at
+    `result.base_url`) and is stopped on exit, when the log is captured and a failed load diagnosed.
 
     The sandbox must expose the port on this machine's `host` (LocalSandbox, DockerSandbox(network=True)).
     """
@@ -168,33 +176,49 @@ def serve_check(sandbox: Sandbox, template: str, *, model_path: str, port: int |
         raise ServeError("the sandbox has no network: create DockerSandbox(..., network=True) to serve")
     port = port or free_port(host)
     cmd = launch_command(template, model_path=model_path, port=port, tp=tp, dp=dp, host=host)
-    result = ServeResult(command=cmd)
+    result = ServeResult(command=cmd, base_url=f"http://{host}:{port}")
     start = time.monotonic()
     service = sandbox.start(cmd, name=name, port=None, env=env)  # we wait ourselves: either endpoint
     try:
         problem = _wait_ready(service, host, port, [health_path, models_path], ready_timeout)
         if problem is None:
             result.ready, result.health_s = True, round(time.monotonic() - start, 3)
-            model = _served_model(host, port, models_path, model_path)
-            result.smoke_ok, text = smoke_completion(host, port, model, smoke_prompt, smoke_max_tokens)
+            result.model = _served_model(host, port, models_path, model_path)
+            result.smoke_ok, text = smoke_completion(host, port, result.model, smoke_prompt, smoke_max_tokens)
             result.smoke_text, result.reason = (text, "") if result.smoke_ok else ("", text)
         else:
             result.reason = problem
+        yield result
     finally:
         result.exit_code = _stop(service, stop_grace_s)
-    log = service.logs()
-    result.log_path = str(getattr(service, "log_path", "") or "") or None
-    result.log_excerpt = "\n".join(log.splitlines()[-EXCERPT_LINES:])
-    if not result.ok:
-        result.failures = _diagnose(log, getattr(sandbox, "workdir", None))
+        log = service.logs()
+        result.log_path = str(getattr(service, "log_path", "") or "") or None
+        result.log_excerpt = "\n".join(log.splitlines()[-EXCERPT_LINES:])
+        if not result.ok:
+            result.failures = _diagnose(log, getattr(sandbox, "workdir", None))
+
+
+def serve_check(sandbox: Sandbox, template: str, **kwargs) -> ServeResult:
+    """Launch, wait for health, smoke-complete, stop, diagnose a failed load; never leaves a process.
+
+    Keyword arguments are those of `running_server`.
+    """
+    with running_server(sandbox, template, **kwargs) as result:
+        pass
     return result
 
 
 def serve_profile(sandbox: Sandbox, profile, *, model_path: str, arch: str = "gfx942", **kwargs) -> ServeResult:
     """`serve_check` with the launch template, endpoints, timeout, prompt and env ({arch} filled) of a Profile."""
+    return serve_check(sandbox, profile.launch.command, model_path=model_path,
+                       **profile_options(profile, arch, kwargs))
+
+
+def profile_options(profile, arch: str = "gfx942", overrides: dict | None = None) -> dict:
+    """running_server keyword arguments from a Profile's launch spec and env, then `overrides`."""
     launch = profile.launch
     env = {k: v.replace("{arch}", arch) for k, v in profile.env.items()}
     options = {"health_path": launch.health_path, "models_path": launch.models_path,
                "ready_timeout": launch.ready_timeout_s, "smoke_prompt": launch.smoke_prompt, "env": env}
-    options.update(kwargs)
-    return serve_check(sandbox, launch.command, model_path=model_path, **options)
+    options.update(overrides or {})
+    return options

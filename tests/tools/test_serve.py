@@ -11,7 +11,14 @@ import pytest
 
 from agent.profiles import load_profile
 from sandboxes.local import LocalSandbox
-from tools.serve import ServeError, launch_command, serve_check, serve_profile
+from tools.serve import (
+    ServeError,
+    launch_command,
+    running_server,
+    serve_check,
+    serve_profile,
+    smoke_completion,
+)
 
 # A tiny OpenAI-compatible server: /health, /v1/models, /v1/completions. MODE picks its behaviour:
 # ok; crash (load_weights raises a KeyError on a checkpoint name); hang (binds, never healthy).
@@ -109,6 +116,17 @@ def test_healthy_server_answers_smoke_completion_and_is_stopped(server_repo, tmp
     assert result.health_s is not None and result.health_s > 0
     assert "loading checkpoint" in Path(result.log_path).read_text()
     assert result.failures == []
+    _assert_no_leftover(pidfile)
+
+
+def test_running_server_stays_up_inside_the_block_for_a_benchmark(server_repo, tmp_path):
+    pidfile = tmp_path / "child.pid"
+    with LocalSandbox(server_repo) as sandbox:
+        with running_server(sandbox, _template("ok", pidfile), model_path="/m", ready_timeout=60) as server:
+            assert server.ok and server.model == "tiny-glm"
+            port = int(server.base_url.rsplit(":", 1)[1])
+            assert smoke_completion("127.0.0.1", port, server.model, "hi", max_tokens=2) == (True, " Paris Paris")
+        assert server.exit_code is not None and server.log_path
     _assert_no_leftover(pidfile)
 
 
