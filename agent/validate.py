@@ -7,12 +7,14 @@ from __future__ import annotations
 import re
 import shlex
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.units import touched_units
 from sandboxes.base import CommandResult, Sandbox
+from sandboxes.local import LocalSandbox
 from tools.patching import PatchError, apply_diff, revert_diff
 from tools.records import CheckResult, Failure, PatchOutcome, Proposal
 
@@ -126,6 +128,19 @@ class Validator:
             checks.append(CheckResult(name=f"cuda -E identity {rel}", ok=same, detail=detail, cmd=cmd))
         return checks
 
+    def _python(self, files: list[str]) -> list[CheckResult]:
+        """Touched Python files must still compile (byte-compile on the host; nothing is imported)."""
+        checks = []
+        local = LocalSandbox(self.root)
+        try:
+            for rel in files:
+                res = local.run(f"{shlex.quote(sys.executable)} -m py_compile {shlex.quote(rel)}", timeout=60)
+                checks.append(_check(f"py_compile {rel}", res, res.ok,
+                                     "compiles" if res.ok else _first_error(res.output)))
+        finally:
+            local.close()
+        return checks
+
     def _hip(self, units: list[str], failure: Failure | None) -> list[CheckResult]:
         checks = []
         target = failure.facts.get("unit") or failure.file if failure else None
@@ -172,6 +187,7 @@ class Validator:
         checks: list[CheckResult] = []
         try:
             checks += self._identity(before, self.preprocess(list(before)))
+            checks += self._python([f for f in proposal.files if f.endswith(".py")])
             checks += self._hip(units, failure)
             if self.tools.cuda is not None:
                 checks += self._nvcc(units, proposal.diff)
@@ -183,7 +199,7 @@ class Validator:
         if not kept:
             revert_diff(self.root, proposal.diff)
         reason = "; ".join(f"{c.name}: {c.detail}" for c in bad) or ("all checks passed" if checks else
-                                                                      "no C/C++ units touched; nothing compiled")
+                                                                      "nothing to compile")
         return PatchOutcome(proposal, applied=kept, checks=checks, kept=kept, reason=reason)
 
 
@@ -191,7 +207,6 @@ def host_cuda_sandbox(root: Path) -> Sandbox | None:
     """A host sandbox for nvcc when nvcc is installed, else None (CUDA checks are skipped)."""
     if shutil.which("nvcc") is None:
         return None
-    from sandboxes.local import LocalSandbox
     return LocalSandbox(root)
 
 

@@ -1,0 +1,58 @@
+"""cuda_only_dep rule: a platform-first guard using the repo's helper, only where a fallback exists."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from agent.rules import Workspace, propose_for
+from agent.validate import Toolchains, Validator
+from sandboxes.local import LocalSandbox
+from tests.agent.rules.helpers import declines, failure, propose
+
+PLATFORM = "import os\n\n\ndef is_rocm() -> bool:\n    return os.environ.get('FAKE_ROCM') == '1'\n"
+MOE = """import math
+
+from serve import platform
+
+# Grouped GEMMs for the routed experts.
+from deep_gemm import (fp8_gemm_nt,
+                       m_grouped_fp8_gemm)
+
+
+def experts(x):
+    if fp8_gemm_nt is None or m_grouped_fp8_gemm is None:
+        return math.fsum(x)
+    return fp8_gemm_nt(x)
+"""
+NO_FALLBACK = "import torch\nimport flash_mla\n\n\ndef attn(q):\n    return flash_mla.run(q)\n"
+
+
+def _import(root) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", "import serve.moe as m; print(m.experts([1.0, 2.0]))"], cwd=root,
+                          capture_output=True, text=True, check=False)
+
+
+def test_guard_uses_repo_helper_and_the_module_imports_again(git_repo):
+    root = git_repo({"serve/__init__.py": "", "serve/platform.py": PLATFORM, "serve/moe.py": MOE})
+    assert "No module named 'deep_gemm'" in _import(root).stderr
+    fail = failure("cuda_only_dep", "serve/moe.py", "deep_gemm")
+    prop = propose(root, fail)
+    assert "+if not platform.is_rocm():\n+    try:\n+        from deep_gemm import (fp8_gemm_nt,\n" in prop.diff
+    assert "+        fp8_gemm_nt = None\n+        m_grouped_fp8_gemm = None\n+else:\n" in prop.diff
+    outcome = Validator(root, Toolchains(hip=LocalSandbox(root))).validate(prop, fail)
+    assert outcome.kept and [c.name for c in outcome.checks] == ["py_compile serve/moe.py"]
+    after = _import(root)
+    assert after.returncode == 0 and after.stdout.strip() == "3.0"  # the existing fallback path runs
+    assert not propose_for(fail, Workspace(root=root)).proposals
+
+
+def test_torch_version_hip_when_the_repo_has_no_helper(git_repo):
+    root = git_repo({"m.py": "import torch\nimport flashinfer\n\nX = 1\n"})
+    prop = propose(root, failure("cuda_only_dep", "m.py", "flashinfer"))
+    assert "+if torch.version.hip is None:\n" in prop.diff
+
+
+def test_declines_without_fallback_path(git_repo):
+    root = git_repo({"attn.py": NO_FALLBACK})
+    reason = declines(root, failure("cuda_only_dep", "attn.py", "flash_mla"))[0]
+    assert "no fallback path" in reason and "flash_mla" in reason
