@@ -255,36 +255,29 @@ class StreamConnection(asyncio.Protocol):
 
     def _events(self, block: bytes, now: float) -> None:
         """Handle complete events (separated by blank lines) that arrived at `now`."""
-        chunks = tokens = 0
         cum = self.cum
-        values = _CT_VALUES.findall(block) if self.fast is not False else ()
-        if values and len(values) == block.count(b"\n\n") + 1:
-            # Every event carries cumulative usage: tokens and chunks without parsing json.
+        n_events = block.count(b"\n\n") + 1
+        if self.fast is not False and block.count(_CT) == n_events:
+            # Every event carries cumulative usage: count tokens and chunks without parsing json.
             self.fast = True
             self.last_block = block
-            for v in values:
-                c = int(v)
-                if c > cum:
-                    chunks += 1
-                    tokens += c - cum
-                    cum = c
-        else:
-            for ev in block.split(b"\n\n"):
-                m = _CT_VALUES.search(ev) if self.fast is not False else None
-                if m is not None:
-                    self.fast = True
-                    self.last_block = ev
-                    c = int(m.group(1))
+            m = _CT_VALUES.search(block, block.rfind(_CT))
+            grown = int(m.group(1)) - cum if m else -1
+            if grown == n_events:  # one new token per event: no per-event work at all
+                chunks = tokens = grown
+                cum += grown
+            else:
+                chunks = tokens = 0
+                for v in _CT_VALUES.findall(block):
+                    c = int(v)
                     if c > cum:
                         chunks += 1
                         tokens += c - cum
                         cum = c
-                    continue
-                k = self._slow_event(ev)
-                if self.rec is None:
-                    return
-                chunks += k
-                tokens += k
+        else:
+            chunks, tokens, cum = self._each_event(block, cum)
+            if self.rec is None:
+                return
         self.cum = cum
         if chunks:
             rec = self.rec
@@ -293,6 +286,27 @@ class StreamConnection(asyncio.Protocol):
             rec.arrivals.append(now)
             rec.chunks.append(chunks)
             rec.tokens.append(tokens)
+
+    def _each_event(self, block: bytes, cum: int) -> tuple[int, int, int]:
+        """Event by event: usage-bearing ones cheaply, the rest ([DONE], errors, no usage) in full."""
+        chunks = tokens = 0
+        for ev in block.split(b"\n\n"):
+            m = _CT_VALUES.search(ev) if self.fast is not False else None
+            if m is not None:
+                self.fast = True
+                self.last_block = ev
+                c = int(m.group(1))
+                if c > cum:
+                    chunks += 1
+                    tokens += c - cum
+                    cum = c
+                continue
+            k = self._slow_event(ev)
+            if self.rec is None:
+                break
+            chunks += k
+            tokens += k
+        return chunks, tokens, cum
 
     def _slow_event(self, ev: bytes) -> int:
         """Parse one event in full; returns 1 for a content chunk, 0 otherwise."""
