@@ -27,7 +27,16 @@ CUDA_ONLY_MODULES = frozenset({
 PY_CANDIDATES = re.compile(
     r"(?:import|from)[ \t]+(?:[\w.]+[ \t]*,[ \t]*)*(?:" + "|".join(sorted(CUDA_ONLY_MODULES)) + r")\b"
     r"|import_module|__import__|float8_e4m3fn\b|version\.cuda|inline_asm_elementwise")
+PY_CANDIDATES_B = re.compile(PY_CANDIDATES.pattern.encode())
 _FNUZ_HANDLING = re.compile(r"fnuz|\bfp8_dtype\b")
+# Plain substrings, each found at memchr speed: a file with none of them skips the regex too.
+PY_NEEDLES = tuple(m.encode() for m in sorted(CUDA_ONLY_MODULES)) + (
+    b"import_module", b"__import__", b"float8_e4m3fn", b"version.cuda", b"inline_asm_elementwise")
+
+
+def may_have_findings(data: bytes) -> bool:
+    """Cheap pre-filter on a Python file's bytes: False means it cannot produce a finding."""
+    return any(needle in data for needle in PY_NEEDLES) and PY_CANDIDATES_B.search(data) is not None
 
 _IMPORT = Construct("cuda_only_dep", "platform_guarded_import",
                     "CUDA-only package; guard by platform first and catch import errors, with a fallback")

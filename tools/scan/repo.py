@@ -74,8 +74,7 @@ def discover(root: Path, *, include_vendored: bool = False) -> tuple[list[str], 
 
 
 def _scan_chunk(root: str, rels: list[str], hipify: bool) -> list[FileResult]:
-    base = Path(root)
-    return [scan_path(base, rel, hipify=hipify) for rel in rels]
+    return [scan_path(root, rel, hipify=hipify) for rel in rels]
 
 
 def _scan_all(root: Path, rels: list[str], hipify: bool, jobs: int) -> list[FileResult]:
@@ -96,13 +95,21 @@ class _IncludeGraph:
         for rel in results:
             self.by_suffix.setdefault(posixpath.basename(rel), []).append(rel)
         self._visible: dict[str, set[str]] = {}
+        self._resolved: dict[tuple[str, str], list[str]] = {}
 
     def resolve(self, includer: str, header: str) -> list[str]:
-        beside = posixpath.normpath(posixpath.join(posixpath.dirname(includer), header))
-        if beside in self.results:
-            return [beside]
-        return [p for p in self.by_suffix.get(posixpath.basename(header), ())
-                if p == header or p.endswith("/" + header)]
+        """Repo files an include may name: the one beside the includer, else any with that suffix."""
+        key = (posixpath.dirname(includer), header)
+        found = self._resolved.get(key)
+        if found is None:
+            beside = posixpath.normpath(posixpath.join(key[0], header))
+            if beside in self.results:
+                found = [beside]
+            else:
+                found = [p for p in self.by_suffix.get(posixpath.basename(header), ())
+                         if p == header or p.endswith("/" + header)]
+            self._resolved[key] = found
+        return found
 
     def visible_names(self, rel: str) -> set[str]:
         """CUDA names defined for ROCm by the file and everything it includes."""

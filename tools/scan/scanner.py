@@ -1,6 +1,7 @@
 """Scan one file: read it once, pre-filter with one bytes regex, then run the C++ or Python rules."""
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -9,7 +10,7 @@ from tools.records import Failure
 from tools.scan.conditions import cuda_config, rocm_config
 from tools.scan.patterns import cpp_findings
 from tools.scan.preprocessor import walk
-from tools.scan.python_rules import PY_CANDIDATES, python_findings
+from tools.scan.python_rules import may_have_findings, python_findings
 from tools.scan.source import SourceText
 
 CPP_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".hh", ".hxx", ".cc", ".cpp", ".cxx", ".c", ".inl", ".ipp",
@@ -26,7 +27,6 @@ CPP_CANDIDATES = re.compile(
     rb"|__shfl|_sync\b|__syncwarp|__activemask|__nv_|nv_bfloat|__NV_E|CUB_|\bcuda[A-Z]|\bcu[A-Z]|\bCU[a-z]"
     rb"|PFN_cu|\basm\b|__asm|warpSize|[Ww]arp|WARP|[Ll]ane|LANE|threadIdx|\btid|0[xX][fF]{8}|__shared__"
 )
-PY_CANDIDATES_B = re.compile(PY_CANDIDATES.pattern.encode())
 
 
 @dataclass
@@ -47,7 +47,7 @@ def is_scannable(rel: str) -> bool:
     return rel.endswith(CPP_SUFFIXES) or rel.endswith(PY_SUFFIXES)
 
 
-def read_source(path: Path, rel: str) -> tuple[bytes | None, str | None]:
+def read_source(path: str | Path) -> tuple[bytes | None, str | None]:
     """The file's bytes, or None and the reason it is skipped."""
     try:
         with open(path, "rb") as fh:
@@ -65,8 +65,10 @@ def scan_source(rel: str, data: bytes, *, hipify: bool = False) -> FileResult:
     """Findings of one file's bytes; `rel` (repo-relative) decides C++ or Python and names it."""
     result = FileResult(rel)
     is_python = rel.endswith(PY_SUFFIXES)
+    if is_python and not may_have_findings(data):
+        return result
     # Kernel files nearly always hold a candidate, so the extra pass would only cost time there.
-    if not rel.endswith(_KERNEL_SUFFIXES) and not (PY_CANDIDATES_B if is_python else CPP_CANDIDATES).search(data):
+    if not is_python and not rel.endswith(_KERNEL_SUFFIXES) and not CPP_CANDIDATES.search(data):
         return result
     src = SourceText(rel, data.decode("utf-8", "surrogateescape"))
     if is_python:
@@ -78,9 +80,9 @@ def scan_source(rel: str, data: bytes, *, hipify: bool = False) -> FileResult:
     return result
 
 
-def scan_path(root: Path, rel: str, *, hipify: bool = False) -> FileResult:
+def scan_path(root: str | Path, rel: str, *, hipify: bool = False) -> FileResult:
     """Read and scan `root/rel` (read exactly once)."""
-    data, note = read_source(root / rel, rel)
+    data, note = read_source(os.path.join(root, rel))
     if data is None:
         return FileResult(rel, note=note)
     return scan_source(rel, data, hipify=hipify)
