@@ -116,7 +116,7 @@ class QuantExclusionFixer:
                           f"({', '.join(EXCLUSION_KEYS)}): nothing to remap")
         expected = expected_params_for(ws)
         loader = find_loader(failure, ws, ckpt)
-        rules = plan_rules(ws, loader, ckpt.names, expected)
+        rules = plan_rules(loader, ckpt.names, expected)
         text = loader.text
         if rules is not None:  # the loader does not remap yet: the same table serves both
             text = with_remap(text, loader.site, rules, describe_layout(rules, ckpt.num_hidden_layers))

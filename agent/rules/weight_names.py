@@ -188,7 +188,7 @@ def _derive(names: list[str], expected: dict, site: LoaderSite) -> list[PrefixRu
         return rules
 
 
-def plan_rules(ws: Workspace, loader: LoaderFile, names: list[str], expected: dict) -> list[PrefixRule] | None:
+def plan_rules(loader: LoaderFile, names: list[str], expected: dict) -> list[PrefixRule] | None:
     """The rules to write, or None when the file's existing table already loads every tensor."""
     site = loader.site
     existing = read_remap_table(loader.text)
@@ -223,7 +223,7 @@ class WeightNameFixer:
         ckpt = read_checkpoint(ws)
         expected = expected_params_for(ws)
         loader = find_loader(failure, ws, ckpt)
-        rules = plan_rules(ws, loader, ckpt.names, expected)
+        rules = plan_rules(loader, ckpt.names, expected)
         if rules is None:
             return None
         new = with_remap(loader.text, loader.site, rules, describe_layout(rules, ckpt.num_hidden_layers))
