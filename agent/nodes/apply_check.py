@@ -47,13 +47,38 @@ def check(state: PortState, env: RunEnv, proposal: dict, open_failures: list[dic
         if verdict.reason and verdict.applied and _applied(repo, proposal):
             revert_diff(repo, proposal["diff"])
         return verdict
+    return check_load_side(state, env, proposal, open_failures)
+
+
+def _fixer_check(state: PortState, env: RunEnv, proposal: dict) -> CheckResult | None:
+    """The rule's own cheap check when it has one (weight remaps replayed over the checkpoint index)."""
+    from agent.rules import all_fixers
+
+    family = proposal["proposer"].removeprefix("rule:")
+    fixer = next((f for f in all_fixers() if f.family == family), None)
+    if not proposal["proposer"].startswith("rule:") or fixer is None or not hasattr(fixer, "check"):
+        return None
+    return fixer.check(Proposal.from_dict(proposal), workspace(state, env))
+
+
+def check_load_side(state: PortState, env: RunEnv, proposal: dict, open_failures: list[dict]) -> Verdict:
+    """Rule check first (no code runs), then apply and rerun the load check; without a load check hook
+    the rule's check is the evidence and the launch decides."""
+    repo, failure = Path(state.repo_dir), proposal["failure"]
+    pre = _fixer_check(state, env, proposal)
+    if pre is not None and not pre.ok:
+        return Verdict(checks=[pre], reason=f"{pre.name}: {pre.detail}", applied=False)
     try:
         apply_diff(repo, proposal["diff"])
     except PatchError as exc:
         return Verdict(reason=str(exc), applied=False)
+    if not env.profile.load_check:
+        return Verdict(checks=[pre] if pre else [CheckResult(name="load check", ok=True,
+                                                             detail="no load_check hook: the launch decides")])
     after, detail = run_load_check(state, env, f"recheck-{failure['kind']}")
     still = [f for f in after if same_failure(failure, f)]
-    verdict = Verdict(checks=[CheckResult(name="load check", ok=not after, detail=detail)], load_checks=1)
+    checks = ([pre] if pre else []) + [CheckResult(name="load check", ok=not after, detail=detail)]
+    verdict = Verdict(checks=checks, load_checks=1)
     if still:
         verdict.reason = f"the {failure['kind']} failure is still reported by the load check"
         revert_diff(repo, proposal["diff"])

@@ -131,44 +131,30 @@ def test_resume_finished_run_reports_it_again(home, tmp_path, git_repo, hipcc, n
     assert again.status == first.status and again.counters["builds"] == 1
 
 
-TINYSERVE = Path(__file__).resolve().parents[2] / "evals" / "frameworks" / "tinyserve"
+def test_flagship_glm52_port_in_the_rocm_container_is_green_in_two_builds_and_one_launch(
+        home, tmp_path, rocm_image, nvcc):
+    """The GLM-5.2 port (evals/tasks/glm52_mi355x): CUDA-only headers in a fused kernel, and the MTP
+    head's shared experts misnamed in both the weight names and the quant exclusions, on gfx950."""
+    from evals.taskdefs import load_task, materialize
 
-
-def _tinyserve_with_faults(tmp_path: Path) -> Path:
-    """The fixture framework with the GLM-5.2-shaped faults: CUDA-only headers in a fused kernel and the
-    MTP head's shared experts registered under a name the checkpoint does not use."""
-    import shutil
-    repo = tmp_path / "tinyserve"
-    shutil.copytree(TINYSERVE, repo, ignore=shutil.ignore_patterns("build", "__pycache__", "*.o", "*.so"))
-    kernel = repo / "csrc/activation.cu"
-    first, rest = kernel.read_text().split("\n", 1)
-    kernel.write_text(f"{first}\n#include <cuda_runtime.h>\n#include <cuda_bf16.h>\n\n{rest}")
-    model = repo / "tinyserve/models/glm_moe.py"
-    text = model.read_text()
-    assert '    ("mlp.shared_experts", "shared_experts"),\n' in text
-    model.write_text(text.replace('    ("mlp.shared_experts", "shared_experts"),\n', ""))
-    for cmd in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"],
-                ["git", "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "faults"]):
-        subprocess.run(cmd, cwd=repo, check=True)
+    task = load_task("glm52_mi355x")
+    repo = materialize(task, tmp_path / "repo")
     subprocess.run([sys.executable, "-m", "tinyserve.make_checkpoint", "--out", str(tmp_path / "model")],
                    cwd=repo, check=True, capture_output=True)
-    return repo
-
-
-def test_tinyserve_port_in_the_rocm_container_builds_loads_serves_and_benchmarks(home, tmp_path, rocm_image, nvcc):
-    repo = _tinyserve_with_faults(tmp_path)
     job = tmp_path / "job.yaml"
     job.write_text(f"framework: {{profile: tinyserve, repo: {repo}}}\nmodel: {{path: {tmp_path / 'model'}}}\n"
-                   f"target: {{arch: gfx942, image: {rocm_image}}}\n"
-                   "bench: {isl: 32, osl: 8, num_prompts: 8, max_concurrency: 2}\n")
+                   f"target: {{arch: {task.target_arch}, image: {rocm_image}}}\n"
+                   "bench: {isl: 320, osl: 16, num_prompts: 16, max_concurrency: 4, cache_hit_rate: 0.6}\n")
     result = start_port(load_job([str(job)]))
     assert result.status == "green", result.reason
     c = result.counters
-    # One initial build, one after the only compile wave; the load fault is caught by the cheap load
+    # One initial build, one after the only compile wave; the load faults are caught by the cheap load
     # check, so the server is launched exactly once; rules only, so no LLM tokens.
     assert (c["builds"], c["launches"], c["tokens_in"] + c["tokens_out"]) == (2, 1, 0)
     state = json.loads((home / "runs" / result.run_id / "state.json").read_text())
     kept = {o["proposal"]["proposer"] for o in state["outcomes"] if o["kept"]}
-    assert "rule:headers" in kept and any("weight" in k for k in kept)
-    assert state["bench"]["valid"] and state["stages"]["serve"]["status"] == "passed"
+    assert {"rule:headers", "rule:weight_names", "rule:quant_exclusion"} <= kept
+    assert state["bench"]["valid"] and abs(state["bench"]["cache"]["hit_rate"] - 0.6) <= 0.02
+    assert state["stages"]["serve"]["status"] == "passed"
+    assert len(branch_commits(state["repo_dir"], state["base_commit"])) == len(kept)
     assert "## Benchmark" in (home / "runs" / result.run_id / "report.md").read_text()
