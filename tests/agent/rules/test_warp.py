@@ -71,3 +71,14 @@ def _compile(root, tools, unit):
 def test_declines_intrinsics_without_hip_equivalent(git_repo):
     root = git_repo({"a.cu": "int x;\n"})
     assert "no HIP intrinsic" in declines(root, failure("warp_intrinsic", "a.cu", "__match_any_sync"))[0]
+
+
+def test_tensor_core_ptx_is_declined_with_reason(git_repo):
+    mma = ('__device__ void f(unsigned* d, unsigned* a) {\n'
+           '  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0}, {%1};" : "=r"(d[0]) : "r"(a[0]));\n'
+           '}\n')
+    root = git_repo({"mma.cu": mma})
+    fail = failure("inline_ptx", "mma.cu", "asm", message="error: invalid instruction")
+    fail.line = 2
+    reason = declines(root, fail)[0]
+    assert "mma.sync" in reason and "MFMA" in reason

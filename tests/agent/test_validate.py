@@ -1,0 +1,80 @@
+"""agent/validate.py: only patches that pass hipcc, nvcc and the CUDA -E identity are kept."""
+from __future__ import annotations
+
+import subprocess
+
+from agent.rules import file_diff
+from agent.units import touched_units
+from agent.validate import Toolchains, Validator, cuda_tokens
+from sandboxes.local import LocalSandbox
+from tools.records import Failure, Proposal
+
+KERNEL = """#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+
+__global__ void k(__half* x) { x[0] = __float2half(1.f); }
+"""
+
+
+def _tools(root) -> Toolchains:
+    return Toolchains(hip=LocalSandbox(root), arch="gfx90a", cuda=LocalSandbox(root),
+                      extra_env={"HIP_PLATFORM": "amd"})
+
+
+def _fail(symbol: str) -> Failure:
+    return Failure(kind="cuda_header", message=f"'{symbol}' file not found", file="k.cu", symbol=symbol,
+                   signature=f"cuda_header:k.cu:{symbol}", facts={"unit": "k.cu"})
+
+
+def _proposal(root, new: str, files=("k.cu",)) -> Proposal:
+    old = (root / "k.cu").read_text()
+    return Proposal("sig", "test", file_diff("k.cu", old, new), "test", list(files))
+
+
+def _status(root) -> str:
+    return subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True,
+                          check=True).stdout
+
+
+def test_patch_that_breaks_the_cuda_build_is_reverted(git_repo, hipcc, nvcc):
+    root = git_repo({"k.cu": KERNEL})
+    hip_only = KERNEL.replace("cuda_runtime.h", "hip/hip_runtime.h").replace("cuda_fp16.h", "hip/hip_fp16.h")
+    outcome = Validator(root, _tools(root)).validate(_proposal(root, hip_only), _fail("cuda_runtime.h"))
+    assert not outcome.kept and not outcome.applied
+    failed = {c.name for c in outcome.checks if not c.ok}
+    assert failed == {"cuda -E identity k.cu", "nvcc k.cu"}
+    assert "breaks the CUDA build" in outcome.reason
+    assert any(c.name == "hipcc gfx90a k.cu" and c.ok for c in outcome.checks)  # ROCm alone would have passed
+    assert _status(root) == ""
+
+
+def test_targeted_failure_still_there_is_rejected(git_repo, hipcc, nvcc):
+    root = git_repo({"k.cu": KERNEL})
+    only_runtime = KERNEL.replace("#include <cuda_runtime.h>\n", "#ifdef USE_ROCM\n#include <hip/hip_runtime.h>\n"
+                                  "#else\n#include <cuda_runtime.h>\n#endif\n")
+    outcome = Validator(root, _tools(root)).validate(_proposal(root, only_runtime), _fail("cuda_fp16.h"))
+    assert not outcome.kept and "targeted failure still reported" in outcome.reason
+    assert _status(root) == ""
+
+
+def test_path_escape_is_refused_before_anything_runs(git_repo, tmp_path):
+    root = git_repo({"k.cu": KERNEL})
+    diff = file_diff("../escape.h", None, "pwned\n")
+    outcome = Validator(root, _tools(root)).validate(Proposal("s", "t", diff, "t", ["../escape.h"]), None)
+    assert not outcome.applied and outcome.reason.startswith("refused patch") and not outcome.checks
+    assert not (root.parent / "escape.h").exists()
+
+
+def test_header_edit_compiles_the_units_that_include_it(git_repo):
+    root = git_repo({"csrc/common.cuh": "#pragma once\n", "csrc/a.cu": '#include "common.cuh"\n',
+                     "csrc/ops/b.cu": '#include "../mid.cuh"\n', "csrc/mid.cuh": '#include "common.cuh"\n',
+                     "csrc/c.cu": "int c;\n", "csrc/lonely.cuh": "int l;\n"})
+    assert touched_units(root, ["csrc/common.cuh"]) == ["csrc/a.cu", "csrc/ops/b.cu"]
+    assert touched_units(root, ["csrc/lonely.cuh", "csrc/c.cu"]) == ["csrc/c.cu", "csrc/lonely.cuh"]
+
+
+def test_cuda_tokens_ignore_line_markers_and_spacing_not_content():
+    a = '# 1 "k.cu"\nint  x = f(1,2);\n# 7 "k.cu" 2\nconst char* s = "a  b";\n'
+    b = '#line 3 "k.cu"\n\nint x=f( 1, 2 );\nconst char* s = "a  b";\n'
+    assert cuda_tokens(a) == cuda_tokens(b)
+    assert cuda_tokens(a) != cuda_tokens(a.replace('"a  b"', '"a b"'))
