@@ -31,19 +31,6 @@ def workspace(state: PortState, env: RunEnv):
                      expected_params=expected, target_arch=env.arch)
 
 
-def masked_by_scan(state: PortState) -> list[dict]:
-    """Scan findings in the failing units that the build has not reported (yet): its first fatal
-    error in a unit hides the rest, so fixing them in this wave saves a rebuild."""
-    if state.failure_stage != "build":
-        return []
-    units = {f.get("facts", {}).get("unit") or f.get("file") for f in state.failures}
-    files = units | {f.get("file") for f in state.failures}
-    tried = {o["proposal"]["failure_signature"] for o in state.outcomes}
-    return [s for s in state.scan
-            if s.get("file") in files and s.get("signature") not in tried
-            and not any(same_failure(s, f) for f in state.failures)]
-
-
 def _feedback(state: PortState, failure: dict) -> str | None:
     """What went wrong with earlier patches for this failure (for the LLM's second try)."""
     prior = [o for o in state.outcomes if o["proposal"]["failure_signature"] == failure["signature"] and not o["kept"]]
@@ -69,9 +56,9 @@ def propose(state: PortState, env: RunEnv) -> dict:
     known_unfixable = {u["signature"] for u in unfixable}
     proposals: list[dict] = []
     naive = env.job.strategy == "naive"
-    masked = [] if naive else masked_by_scan(state)
-    wave = state.failures + [{**s, "facts": {**s.get("facts", {}), "from_scan": True}} for s in masked]
-    for failure in wave:
+    # Failures a unit's first fatal error masked are found by the unit compiles of this wave's patches
+    # (apply_check), not guessed from the static scan: the scan is reported, never patched from.
+    for failure in state.failures:
         if naive and proposals:
             break  # the baseline patches one failure, then rebuilds or relaunches to see what is left
         sig = failure.get("signature") or failure["kind"]
@@ -84,10 +71,10 @@ def propose(state: PortState, env: RunEnv) -> dict:
             continue
         proposal, reasons = _ask(state, env, ws, failure, counters)
         if proposal is None:
-            if not failure.get("facts", {}).get("from_scan"):
-                unfixable.append(_unfixable(failure, "; ".join(reasons) or "no proposer"))
-                known_unfixable.add(sig)
-                env.observer.emit("unfixable", kind=failure["kind"], file=failure.get("file"), reason=unfixable[-1]["reason"])
+            unfixable.append(_unfixable(failure, "; ".join(reasons) or "no proposer"))
+            known_unfixable.add(sig)
+            env.observer.emit("unfixable", kind=failure["kind"], file=failure.get("file"),
+                              reason=unfixable[-1]["reason"])
             continue
         if any(p["diff"] == proposal.diff for p in proposals):
             continue  # one patch covers several failures (e.g. two CUDA headers in one file)

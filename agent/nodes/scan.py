@@ -1,7 +1,7 @@
 """scan: the static, preprocessor-aware scan of the clone (engineer S's tools.scan), before any build.
 
-Findings are recorded and reported; they also tell the propose node which constructs a unit still
-holds that its first fatal error masked (so one wave can fix them together).
+Findings are recorded and reported (state.scan, the scanned event); patches come only from failures
+the build, a unit compile, the load check or the launch actually showed.
 """
 from __future__ import annotations
 
