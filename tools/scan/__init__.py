@@ -47,12 +47,13 @@ def scan_repo(path: str | Path, *, profile: Profile | str | None = None, jobs: i
                        include_vendored=include_vendored).findings
 
 
-def scan_file(path: str | Path, *, profile: Profile | str | None = None,
+def scan_file(path: str | Path, *, root: str | Path | None = None, profile: Profile | str | None = None,
               hipify: bool | None = None) -> list[Failure]:
-    """Findings of one file on its own (compat headers it includes are not followed)."""
+    """Findings of one file on its own (compat headers it includes are not followed); paths in the
+    findings are relative to `root` (default: the file's directory)."""
     if not Path(path).is_file():
         raise ScanError(f"{path}: not a file; pass a C++/CUDA or Python source file")
-    return scan_report(path, profile=profile, hipify=hipify, jobs=1).findings
+    return scan_tree(path, root=root, hipify=resolve_hipify(profile, hipify), jobs=1).findings
 
 
 __all__ = ["ScanError", "ScanReport", "scan_file", "scan_repo", "scan_report", "to_sarif"]

@@ -112,8 +112,9 @@ def _type_construct(name: str) -> Construct | None:
                          "(not the rocBLAS hip_bfloat16)", name.replace("__nv_", "__hip_").replace(
                              "nv_bfloat", "__hip_bfloat") if name.startswith(("__nv_", "nv_")) else None)
     if any(t in low for t in ("fp8", "fp6", "fp4", "__nv_e", "e4m3", "e5m2")):
+        hip = name.replace("__nv_", "__hip_")
         return Construct("fp8_type", "fp8_fnuz_ocp", "CUDA fp8 type; key ROCm's on HIP_FP8_TYPE_FNUZ/OCP "
-                         "(gfx942 is fnuz, gfx950 is OCP)", name.replace("__nv_", "__hip_"))
+                         "(gfx942 is fnuz, gfx950 is OCP)", f"{hip} (OCP, gfx950) / {hip}_fnuz (gfx942)")
     if "half" in low:
         return Construct("fp16_type", "hip_fp16_typedef", "CUDA-specific half type", "__half")
     return None
@@ -130,3 +131,14 @@ def ptx_construct(opcode: str) -> Construct:
         return Construct("inline_ptx", "ptx_mfma_or_exclude",
                          "tensor-core/async PTX: needs an MFMA rewrite or exclusion (judgment)")
     return Construct("inline_ptx", "ptx_to_c", "inline PTX; rewrite as plain C or a HIP builtin")
+
+
+# Python packages with no ROCm build: deep_gemm, flashinfer, flash_mla, cutlass (the NVIDIA CUTLASS
+# Python DSL), nvidia-* wheels (`nvidia.*`), pynvml, cuda-python (`cuda`), pycuda, cudnn (frontend),
+# tensorrt_llm, nvshmem, deep_ep, flash_attn_interface (FlashAttention-3, Hopper only).
+# Not listed because they ship ROCm builds or ROCm paths: flash_attn, xformers, triton_kernels,
+# sgl_kernel, vllm._C, apex, bitsandbytes.
+CUDA_ONLY_MODULES = frozenset({
+    "deep_gemm", "flashinfer", "flash_mla", "cutlass", "cutlass_library", "nvidia", "pynvml", "cuda",
+    "pycuda", "cudnn", "tensorrt_llm", "nvshmem", "deep_ep", "flash_attn_interface",
+})

@@ -12,6 +12,8 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from tools.scan.catalog import CUDA_ONLY_MODULES
+
 Tri = bool | None
 
 # Last name component -> its truth on ROCm. `is_cuda_alike` is True on ROCm in vLLM.
@@ -20,6 +22,8 @@ _ROCM_TRUE = {"is_hip", "_is_hip", "is_rocm", "_is_rocm", "IS_ROCM", "IS_HIP", "
 _ROCM_FALSE = {"is_cuda", "_is_cuda", "IS_CUDA", "_IS_CUDA", "is_nvidia", "_is_nvidia", "is_npu", "_is_npu",
                "is_xpu", "_is_xpu", "is_cpu", "_is_cpu", "is_hpu", "_is_hpu", "is_musa", "is_tpu",
                "TYPE_CHECKING"}
+_GENERIC_MODULES = frozenset({"cuda", "nvidia"})
+"""Too generic to read an availability check from a function name (`is_cuda_available`)."""
 _HIP_VALUE = "torch.version.hip"
 _CUDA_VALUE = "torch.version.cuda"
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
@@ -61,8 +65,33 @@ def _compare(node: ast.Compare) -> Tri:
     return None
 
 
+def _availability_check(test: ast.expr) -> bool:
+    """`has_deep_gemm()`, `is_flashinfer_available()`, `find_spec("flash_mla")`: a CUDA-only
+    package's availability, which is false on ROCm where the package is not installed."""
+    call = test.left if isinstance(test, ast.Compare) else test
+    if not isinstance(call, ast.Call):
+        return False
+    name = dotted(call).rsplit(".", 1)[-1]
+    if name == "find_spec":
+        arg = call.args[0] if call.args else None
+        return (isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+                and arg.value.split(".", 1)[0] in CUDA_ONLY_MODULES)
+    named = any(m in name for m in CUDA_ONLY_MODULES - _GENERIC_MODULES)
+    return named and (name.lstrip("_").startswith(("has_", "is_")) or name.endswith("available"))
+
+
+def _availability_truth(test: ast.expr) -> Tri:
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.comparators[0], ast.Constant) \
+            and test.comparators[0].value is None:
+        # find_spec(...) is None -> True on ROCm; is not None -> False
+        return isinstance(test.ops[0], (ast.Is, ast.Eq))
+    return False
+
+
 def rocm_truth(test: ast.expr) -> Tri:
     """The value of a condition on ROCm: True, False, or None when it is not a platform check."""
+    if _availability_check(test):
+        return _availability_truth(test)
     if isinstance(test, ast.BoolOp):
         return _kleene(test.op, [rocm_truth(v) for v in test.values])
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):

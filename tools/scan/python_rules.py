@@ -1,10 +1,6 @@
 """Python-side ROCm hazards, read with `ast`: CUDA-only imports, e4m3fn without fnuz, CUDA-only gates.
 
-CUDA-only packages are those with no ROCm build: deep_gemm, flashinfer, flash_mla, cutlass (the
-NVIDIA CUTLASS Python DSL), nvidia-* wheels (`nvidia.*`), pynvml, cuda-python (`cuda`), pycuda,
-cudnn (frontend), tensorrt_llm, nvshmem, deep_ep, flash_attn_interface (FlashAttention-3, Hopper).
-Not listed because they ship ROCm builds or ROCm paths: flash_attn, xformers, triton_kernels,
-sgl_kernel, vllm._C, apex, bitsandbytes.
+Which packages count as CUDA-only is in catalog.CUDA_ONLY_MODULES.
 """
 from __future__ import annotations
 
@@ -13,16 +9,12 @@ import bisect
 import re
 
 from tools.records import Failure
-from tools.scan.catalog import Construct
+from tools.scan.catalog import CUDA_ONLY_MODULES, Construct
 from tools.scan.findings import make_finding
 from tools.scan.python_gates import cuda_gate_problem
 from tools.scan.python_guards import Context, dotted, own_nodes, statements
 from tools.scan.source import SourceText
 
-CUDA_ONLY_MODULES = frozenset({
-    "deep_gemm", "flashinfer", "flash_mla", "cutlass", "cutlass_library", "nvidia", "pynvml", "cuda",
-    "pycuda", "cudnn", "tensorrt_llm", "nvshmem", "deep_ep", "flash_attn_interface",
-})
 # Cheap pre-filter and locator: a Python finding needs one of these on its statement's lines.
 PY_CANDIDATES = re.compile(
     r"(?:import|from)[ \t]+(?:[\w.]+[ \t]*,[ \t]*)*(?:" + "|".join(sorted(CUDA_ONLY_MODULES)) + r")\b"

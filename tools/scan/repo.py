@@ -141,14 +141,19 @@ def _keep(f: Failure, graph: _IncludeGraph, hipify: bool) -> bool:
 
 
 def scan_tree(path: str | Path, *, hipify: bool = False, jobs: int | None = None,
-              include_vendored: bool = False) -> ScanReport:
-    """Scan a directory (or one file) and return findings plus skip notes."""
+              include_vendored: bool = False, root: str | Path | None = None) -> ScanReport:
+    """Scan a directory (or one file, named relative to `root`) and return findings plus skip notes."""
     started = time.perf_counter()
     target = Path(path)
     if not target.exists():
         raise ScanError(f"{path}: no such file or directory; pass a repo checkout or a source file")
     if target.is_file():
-        root, rels, problems = target.parent, [target.name], []
+        base = Path(root) if root is not None else target.parent
+        try:
+            rel = target.resolve().relative_to(base.resolve()).as_posix()
+        except ValueError as exc:
+            raise ScanError(f"{path} is not inside {base}") from exc
+        root, rels, problems = base, [rel], []
     else:
         root = target
         rels, problems = discover(root, include_vendored=include_vendored)

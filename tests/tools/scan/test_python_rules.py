@@ -45,6 +45,11 @@ GUARDED_IMPORTS = [
     "    import deep_gemm\n    return deep_gemm\n",
     "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import flashinfer\n",
     "from .deep_gemm import wrapper\nimport sglang.deep_gemm_wrapper\n",
+    "from vllm.utils import has_deep_gemm\ndef init():\n    if not has_deep_gemm():\n        return\n"
+    "    import deep_gemm\n",
+    "import importlib.util\nif importlib.util.find_spec('flash_mla') is not None:\n    import flash_mla\n",
+    "from sglang.srt.utils import is_flashinfer_available\nif is_flashinfer_available():\n"
+    "    from flashinfer import norm\n",
     "# import deep_gemm\ns = 'import flashinfer'\n",
 ]
 

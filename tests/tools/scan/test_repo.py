@@ -197,5 +197,9 @@ def test_nonexistent_path_is_a_scan_error(tmp_path):
 def test_scan_file_scans_one_file(tmp_path):
     root = write(tmp_path / "repo", {"k.cuh": "#include <cub/cub.cuh>\n"})
     assert summary(scan_file(root / "k.cuh")) == [("cub", "k.cuh", 1, "cub/cub.cuh")]
+    nested = write(root, {"csrc/ops/k.cu": "#include <cuda_fp8.h>\n"}) / "csrc/ops/k.cu"
+    assert summary(scan_file(nested, root=root)) == [("cuda_header", "csrc/ops/k.cu", 1, "cuda_fp8.h")]
+    with pytest.raises(ScanError, match="is not inside"):
+        scan_file(nested, root=tmp_path / "elsewhere")
     with pytest.raises(ScanError, match="not a file"):
         scan_file(root)
