@@ -121,6 +121,9 @@ async def run_benchmark(cfg: BenchConfig, plan: Plan | None = None) -> BenchRun:
             raise BenchConfigError(f"cannot connect to {cfg.base_url}: {exc or 'timeout'}; "
                                    "is the server running and the URL right?") from None
         warm = await _run_all(client, plan.warmup, conc, float("inf"), cfg.workload.seed)
+        if warm and not any(r.ok for r in warm):
+            # Nothing will work (wrong model name, wrong endpoint, server not ready): say so now.
+            raise BenchConfigError(f"all {len(warm)} warmup requests failed; first error: {warm[0].error}")
         # The measured window: no GC pauses inside it, nothing but sending and reading.
         gc.collect()
         gc.disable()

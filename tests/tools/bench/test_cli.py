@@ -6,6 +6,9 @@ import shutil
 import subprocess
 import sys
 
+from typer.testing import CliRunner
+
+from agent.cli import app
 from tests.tools.bench.sse_server import Behaviour
 
 
@@ -26,18 +29,16 @@ def test_bench_writes_json_prints_a_summary_and_compares(sse_server, tmp_path):
     data = json.loads(a.read_text())
     assert data["completed"] == 8 and data["single_stream"]["completed"] == 2
     assert 30 <= data["median_ttft_ms"] <= 45
-    p = _rocport("bench", *common, "--max-concurrency", "8", "--json", "--output", str(b))
-    assert p.returncode == 0, p.stderr
+    # The same app in-process (the subprocess above proved the console script).
+    p = CliRunner().invoke(app, ["bench", *common, "--max-concurrency", "8", "--json", "--output", str(b)])
+    assert p.exit_code == 0, p.output
     assert json.loads(p.stdout)["max_concurrency"] == 8
-    p = _rocport("bench", "compare", str(a), str(b))
-    assert p.returncode == 0, p.stderr
+    p = CliRunner().invoke(app, ["bench", "compare", str(a), str(b)])
+    assert p.exit_code == 0, p.output
     assert "Requests/s" in p.stdout and "%" in p.stdout and "VALID" in p.stdout
 
 
 def test_invalid_run_exits_nonzero_and_says_why(sse_server):
-    from typer.testing import CliRunner
-
-    from agent.cli import app
     server = sse_server(Behaviour(short_by=1, ttft_s=0.005, itl_s=0.001))
     p = CliRunner().invoke(app, ["bench", "--base-url", server.url, "--model", "m", "--isl", "16", "--osl", "4",
                                  "--num-prompts", "3"])
@@ -45,10 +46,8 @@ def test_invalid_run_exits_nonzero_and_says_why(sse_server):
     assert "INVALID" in p.stdout and "output length differs" in p.stdout
 
 
-def test_user_mistakes_are_one_line_errors():
-    from typer.testing import CliRunner
-
-    from agent.cli import app
+def test_user_mistakes_are_one_line_errors(sse_server):
+    server = sse_server(Behaviour(fail="http500", fail_every=1))
 
     cases = [
         (["bench", "--model", "m", "--isl", "4", "--osl", "4"], "give --base-url"),
@@ -58,6 +57,8 @@ def test_user_mistakes_are_one_line_errors():
          "cannot connect to http://127.0.0.1:9"),
         (["bench", "--base-url", "ftp://x", "--model", "m", "--isl", "4", "--osl", "2"], "--base-url must look like"),
         (["bench", "compare", "/nonexistent/a.json", "/nonexistent/b.json"], "does not exist"),
+        (["bench", "--base-url", server.url, "--model", "m", "--isl", "4", "--osl", "2"],
+         "all 1 warmup requests failed; first error: HTTP 500"),
     ]
     for args, says in cases:
         p = CliRunner().invoke(app, args)
