@@ -12,14 +12,12 @@ COMPAT_NAME = "rocm_compat.h"
 MARKER = "WARP32_SHFL_XOR"
 """A header defining this macro is a compat header this rule made (or one shaped like it)."""
 
-COMPAT_HEADER = """\
-// rocm_compat.h: warp-level differences between CUDA and ROCm, in one place.
+COMPAT_BODY = """\
+// Warp-level differences between CUDA and ROCm.
 // CUDA warps have 32 lanes; CDNA wavefronts (gfx9: MI200, MI300, MI355) have 64, RDNA 32.
 // WARP32_* keep 32-lane logical warps on every platform (for kernels written for 32 lanes);
 // WARP_* take the same arguments as the CUDA *_sync intrinsic and use the hardware warp.
 // On CUDA every macro expands to exactly the original intrinsic call.
-#ifndef ROCM_COMPAT_H
-#define ROCM_COMPAT_H
 {warp_size}
 #ifdef USE_ROCM
 #include <hip/hip_runtime.h>
@@ -73,9 +71,9 @@ __device__ inline void rocm_compat_syncwarp() {{
 #define WARP_SYNC(...) __syncwarp(__VA_ARGS__)
 #define COMPAT_LDG(ptr) __ldg(ptr)
 #endif
-
-#endif  // ROCM_COMPAT_H
 """
+NEW_HEADER = "// rocm_compat.h: CUDA/ROCm differences for this repo's kernels, in one place.\n" \
+             "#ifndef ROCM_COMPAT_H\n#define ROCM_COMPAT_H\n\n{body}\n#endif  // ROCM_COMPAT_H\n"
 
 WARP_SIZE_BLOCK = """
 // The one source of truth for the hardware warp size (64 on CDNA, 32 on RDNA and CUDA).
@@ -91,11 +89,33 @@ WARP_SIZE_BLOCK = """
 _OTHER_WARP_SIZE = re.compile(r"^(?!\s*#\s*(?:define|ifndef|ifdef|undef)\s+WARP_SIZE\b).*\bWARP_SIZE\b", re.MULTILINE)
 
 
-def find_compat(ws: Workspace) -> str | None:
-    """The repo's compat header (one defining the WARP32_* macros), if there is one."""
-    for rel in source_files(ws.root):
-        if rel.endswith(HEADER_EXTS) and MARKER in (ws.read(rel) or "") and "#define " + MARKER in ws.read(rel):
-            return rel
+_SHUFFLE_OR_WARP = re.compile(r"__shfl|\bWARP_SIZE\b|warpSize")
+_ROCM_GUARD = re.compile(r"^\s*#\s*(?:ifdef|if\s+defined)\W+(?:USE_ROCM|__HIP_PLATFORM_AMD__|__HIPCC__)", re.MULTILINE)
+
+
+def _is_compat(text: str) -> bool:
+    """A repo header that already separates CUDA and ROCm warp code (a compat header of the repo's own)."""
+    return bool(_ROCM_GUARD.search(text) and _SHUFFLE_OR_WARP.search(text))
+
+
+def find_compat(ws: Workspace, file: str | None = None) -> tuple[str, bool] | None:
+    """The repo's compat header and whether it already has our WARP_* macros.
+
+    Ours first; else a ROCm-guarded warp header the file already includes; else one named *compat*."""
+    headers = [rel for rel in source_files(ws.root) if rel.endswith(HEADER_EXTS)]
+    for rel in headers:
+        if f"#define {MARKER}" in (ws.read(rel) or ""):
+            return rel, True
+    included = set()
+    if file:
+        from agent.units import include_graph
+        included = include_graph(ws.root).get(file, set())
+    for rel in sorted(included):
+        if rel.endswith(HEADER_EXTS) and _is_compat(ws.read(rel) or ""):
+            return rel, False
+    for rel in headers:
+        if "compat" in Path(rel).name.lower() and _is_compat(ws.read(rel) or ""):
+            return rel, False
     return None
 
 
@@ -110,10 +130,38 @@ def compat_location(ws: Workspace, file: str) -> str:
     return f"{parts[0]}/{COMPAT_NAME}" if len(parts) > 1 else COMPAT_NAME
 
 
-def compat_text(ws: Workspace) -> str:
-    """The header text; it defines WARP_SIZE unless the repo already uses its own WARP_SIZE."""
+def compat_body(ws: Workspace) -> str:
+    """The macro block; it defines WARP_SIZE unless the repo already uses its own WARP_SIZE."""
     repo_has_own = any(_OTHER_WARP_SIZE.search(ws.read(rel) or "") for rel in source_files(ws.root))
-    return COMPAT_HEADER.format(warp_size="" if repo_has_own else WARP_SIZE_BLOCK)
+    return COMPAT_BODY.format(warp_size="" if repo_has_own else WARP_SIZE_BLOCK)
+
+
+def _append(text: str, body: str) -> str:
+    """The block added to an existing header: before its include guard's #endif, else at the end."""
+    lines = text.rstrip("\n").splitlines(keepends=True)
+    block = "\n" + body
+    if lines and re.match(r"\s*#\s*endif", lines[-1]) and re.search(r"^\s*#\s*ifndef\s+\w+_H\w*\s*$",
+                                                                   text, re.MULTILINE):
+        return "".join(lines[:-1]).rstrip("\n") + "\n" + block + "\n" + lines[-1] + "\n"
+    return text.rstrip("\n") + "\n" + block
+
+
+def plan_compat(ws: Workspace, file: str) -> tuple[str, tuple[str | None, str] | None]:
+    """(compat header path, its edit or None): reuse ours, extend the repo's own, or create one."""
+    found = find_compat(ws, file)
+    if found and found[1]:
+        return found[0], None
+    if found:
+        old = ws.read(found[0]) or ""
+        return found[0], (old, _append(old, compat_body(ws)))
+    rel = compat_location(ws, file)
+    return rel, (None, NEW_HEADER.format(body=compat_body(ws)))
+
+
+def already_included(ws: Workspace, file: str, compat: str) -> bool:
+    """True when `file` already #includes the compat header (however the path is spelled)."""
+    from agent.units import include_graph
+    return compat in include_graph(ws.root).get(file, set())
 
 
 def include_spelling(compat: str, file: str) -> str:

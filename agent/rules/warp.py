@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from agent.rules.base import Decline, Workspace, make_proposal, register
-from agent.rules.compat_header import compat_location, compat_text, find_compat, include_spelling
+from agent.rules.compat_header import already_included, include_spelling, plan_compat
 from agent.rules.cpp import branches, guard_blocks, include_of, platform_of
 from agent.rules.headers import target_file
 from tools.records import Failure, Proposal
@@ -136,13 +136,10 @@ class WarpIntrinsicFixer:
         new, done = rewrite_calls(text, lanes32=model == "32")
         if not done:
             return None
-        compat = find_compat(ws)
-        edits: dict[str, tuple[str | None, str]] = {}
-        if compat is None:
-            compat = compat_location(ws, rel)
-            edits[compat] = (None, compat_text(ws))
+        compat, compat_edit = plan_compat(ws, rel)
+        edits: dict[str, tuple[str | None, str]] = {compat: compat_edit} if compat_edit else {}
         spelling = include_spelling(compat, rel)
-        if not any(include_of(ln) == spelling for ln in new.splitlines()):
+        if not already_included(ws, rel, compat):
             new = add_include(new, spelling)
         edits[rel] = (text, new)
         width = (f"written for 32-lane warps ({'; '.join(evidence)}): 32-lane forms pass width 32 on ROCm"

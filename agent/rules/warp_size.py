@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 
 from agent.rules.base import Decline, Workspace, make_proposal, register
-from agent.rules.compat_header import compat_location, compat_text, find_compat, include_spelling
-from agent.rules.cpp import branches, include_of, platform_of
+from agent.rules.compat_header import already_included, include_spelling, plan_compat
+from agent.rules.cpp import branches, platform_of
 from agent.rules.headers import target_file
 from agent.rules.warp import add_include, lane_model
 from tools.records import Failure, Proposal
@@ -96,13 +96,10 @@ class WarpSizeFixer:
             if skipped:
                 raise Decline(f"{rel}: warp-size literal inside a multi-line statement ({', '.join(skipped)})")
             return None
-        edits: dict[str, tuple[str | None, str]] = {}
-        compat = find_compat(ws)
-        if compat is None:
-            compat = compat_location(ws, rel)
-            edits[compat] = (None, compat_text(ws))
+        compat, compat_edit = plan_compat(ws, rel)
+        edits: dict[str, tuple[str | None, str]] = {compat: compat_edit} if compat_edit else {}
         spelling = include_spelling(compat, rel)
-        if not any(include_of(ln) == spelling for ln in new.splitlines()):
+        if not already_included(ws, rel, compat):
             new = add_include(new, spelling)
         edits[rel] = (text, new)
         return make_proposal(failure, self.family, edits, (

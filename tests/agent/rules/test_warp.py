@@ -82,3 +82,38 @@ def test_tensor_core_ptx_is_declined_with_reason(git_repo):
     fail.line = 2
     reason = declines(root, fail)[0]
     assert "mma.sync" in reason and "MFMA" in reason
+
+
+OWN_COMPAT = """// The repo's own compat header.
+#pragma once
+#ifdef USE_ROCM
+#include <hip/hip_runtime.h>
+#define WARP_SIZE 64
+#define MY_SHFL_XOR(mask, var, lane_mask) __shfl_xor((var), (lane_mask), WARP_SIZE)
+#else
+#include <cuda_runtime.h>
+#define WARP_SIZE 32
+#define MY_SHFL_XOR(mask, var, lane_mask) __shfl_xor_sync((mask), (var), (lane_mask))
+#endif
+"""
+GATE = """#include "compat.h"
+
+__global__ void gate(float* x) {
+  float v = x[threadIdx.x];
+  for (int offset = WARP_SIZE / 2; offset > 0; offset >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffff, v, offset));
+  x[threadIdx.x] = v;
+}
+"""
+
+
+def test_extends_the_repos_own_compat_header(git_repo, hipcc, nvcc):
+    root = git_repo({"csrc/compat.h": OWN_COMPAT, "csrc/gate.cu": GATE})
+    fail = failure("warp_intrinsic", "csrc/gate.cu", "__shfl_xor_sync")
+    prop = propose(root, fail, "gfx90a")
+    assert prop.files == ["csrc/compat.h", "csrc/gate.cu"]
+    assert "#ifndef WARP_SIZE" not in prop.diff  # the repo's WARP_SIZE stays the one source of truth
+    assert '+#include "' not in prop.diff and "WARP_SHFL_XOR(0xffffffff, v, offset)" in prop.diff
+    outcome = validate(root, host_toolchains(root), prop, fail)
+    assert outcome.kept, outcome.reason
+    assert {c.name for c in outcome.checks} >= {"cuda -E identity csrc/gate.cu", "cuda -E identity csrc/compat.h",
+                                                 "hipcc gfx90a csrc/gate.cu", "nvcc csrc/gate.cu"}
