@@ -3,6 +3,25 @@
 `scan_repo(path)` returns `Failure` records with source="scan", one per construct outside ROCm
 branches, each with its fix family in `facts["fix_family"]`. `to_sarif` renders them for GitHub
 code scanning.
+
+What counts as guarded (decided here, tested in tests/tools/scan):
+- A construct is reported when the ROCm build may compile it: every enclosing `#if` is evaluated
+  under a ROCm configuration (USE_ROCM, __HIP_PLATFORM_AMD__, __HIPCC__, __HIP__ defined; __CUDACC__,
+  __NVCC__, __CUDA_ARCH__, CUDA_VERSION not). So the `#else` of `#ifdef USE_ROCM`, `#ifndef USE_ROCM`
+  and `#if !defined(__HIP_PLATFORM_AMD__)` regions are CUDA-only and correctly guarded: no finding,
+  whether or not a ROCm branch exists. Macros the scanner cannot know (`#ifdef ENABLE_BF16`) do not
+  hide a construct. `#if __CUDA_ARCH__ >= 800` is false on ROCm, so its `#else` is what ROCm compiles.
+- Comments and string literals never produce findings.
+- A CUDA name that the file or a header it includes defines for the ROCm build (a compat macro,
+  typedef or `using`) is the project's own name and is not reported; nor is a "CUDA header" the
+  repo itself provides (a shim).
+- Identifiers (intrinsics, types, API names) are reported once per file with every line in
+  `facts["lines"]`; includes, warp-size literals and inline asm once per occurrence.
+- A profile with `hipify_at_build: true` (or `hipify=True`) drops what torch's hipify translates
+  (see hipify.py); warp width, warp-size literals, inline PTX and fp8 types are never hidden.
+- Python: imports are guarded inside `try/except ImportError` (or a broad Exception), under a
+  platform check that is false on ROCm (`is_cuda()`, `not is_hip()`, `torch.version.hip is None`),
+  after an early exit taken on ROCm, or under an availability check of the package itself.
 """
 from __future__ import annotations
 

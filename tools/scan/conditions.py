@@ -221,5 +221,5 @@ def evaluate(expr: str, config: BuildConfig) -> int | None:
         if parser.i != len(parser.toks):
             return None
         return value
-    except (_Malformed, ValueError, OverflowError, IndexError, KeyError):
+    except (_Malformed, ValueError, OverflowError, IndexError, KeyError, RecursionError):
         return None

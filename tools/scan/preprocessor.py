@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from tools.scan.conditions import BuildConfig, Macro, evaluate
 
 # Anchored on '#' (not '^') so the engine can skip to candidates; the line start is checked after.
-_DIRECTIVE = re.compile(r"#[ \t]*(?P<name>[a-z_]+)(?P<rest>(?:[^\n\\]|\\[\s\S])*)")
+_DIRECTIVE = re.compile(r"#[ \t]*(?P<name>[a-z_]+)(?P<rest>(?:[^\n\\]|\\(?:\r?\n|.))*)")
 _INCLUDE = re.compile(r'\s*([<"])([^>"\n]+)[>"]')
 _DEFINE = re.compile(r"\s*([A-Za-z_]\w*)(\()?(.*)", re.DOTALL)
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)", re.DOTALL)
@@ -92,7 +92,7 @@ class _Frame:
 
 def _clean(rest: str) -> str:
     if "\\" in rest:
-        rest = rest.replace("\\\n", " ")
+        rest = rest.replace("\\\r\n", " ").replace("\\\n", " ")
     if "/" in rest:
         rest = _COMMENT.sub(" ", rest)
     return rest.strip()

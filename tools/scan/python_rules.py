@@ -103,7 +103,7 @@ def python_findings(src: SourceText) -> tuple[list[Failure], str | None]:
         return [], None
     try:
         tree = ast.parse(src.raw, filename=src.path)
-    except (SyntaxError, ValueError) as exc:
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         return [], f"not parsed as Python ({type(exc).__name__}: line {getattr(exc, 'lineno', '?')})"
     out: list[Failure] = []
     e4m3fn: list[ast.AST] = []

@@ -77,3 +77,13 @@ def test_includes_carry_their_region():
     regions = walk(src.masked, src.raw, rocm_config(), cuda_config())
     assert [(i.header, i.angled, i.rocm) for i in regions.includes] == [("a.h", False, True),
                                                                        ("cuda_bf16.h", True, False)]
+
+
+def test_crlf_files_and_continuations():
+    text = "#if defined(__HIPCC__) || \\\r\n    defined(USE_ROCM)\r\nrocm_side\r\n#else\r\ncuda_side\r\n#endif\r\n"
+    regions = regions_of(text)
+    assert regions[3] == "rocm_only" and regions[5] == "cuda_only"
+
+
+def test_pathological_expression_is_unknown_not_a_crash():
+    assert evaluate("(" * 5000 + "1" + ")" * 5000, rocm_config()) is None
