@@ -1,18 +1,21 @@
 """A lean HTTP/1.1 streaming client for OpenAI-compatible servers, built to measure, not to be measured.
 
 A pool of keep-alive connections (sized to the concurrency, opened before the measured window);
-each connection's protocol (tools/bench/stream.py) parses the response in place. All events of one
-read share one timestamp. Per event only the cumulative `completion_tokens` of the per-chunk usage
-(`continuous_usage_stats`) is read; json is parsed once per request (the final usage) unless the
-server sends no per-chunk usage, in which case each event is parsed in full (correct, slower).
+each connection (tools/bench/stream.py) reads its own socket with kernel receive timestamps and
+parses the response in place. All events of one read share one timestamp. Per event only the
+cumulative `completion_tokens` of the per-chunk usage (`continuous_usage_stats`) is read; json is
+parsed once per request (the final usage) unless the server sends no per-chunk usage, in which case
+each event is parsed in full (correct, slower). Plain http only: run the client next to the server.
 """
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
 from dataclasses import dataclass, field
 from time import perf_counter
 
-from tools.bench.stream import StreamConnection
+from tools.bench.stream import SO_TIMESTAMPNS, StreamConnection
 
 
 @dataclass(slots=True)
@@ -45,18 +48,31 @@ class RequestRecord:
 class ConnectionPool:
     """Keep-alive connections to one host; the caller bounds how many are in use at once."""
 
-    def __init__(self, host: str, port: int, ssl=None, connect_timeout: float = 30.0):
-        self.host, self.port, self.ssl = host, port, ssl
+    def __init__(self, host: str, port: int, connect_timeout: float = 30.0):
+        self.host, self.port = host, port
         self.connect_timeout = connect_timeout
         self.idle: list[StreamConnection] = []
         self.opened = 0
+        self.addr = None
 
     async def _open(self) -> StreamConnection:
         loop = asyncio.get_running_loop()
-        coro = loop.create_connection(lambda: StreamConnection(self), self.host, self.port, ssl=self.ssl)
-        _, proto = await asyncio.wait_for(coro, self.connect_timeout)
+        if self.addr is None:
+            infos = await loop.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
+            self.addr = infos[0][0], infos[0][4]
+        family, addr = self.addr
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with contextlib.suppress(OSError):  # without kernel stamps, reads are stamped when handled
+            sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        try:
+            await asyncio.wait_for(loop.sock_connect(sock, addr), self.connect_timeout)
+        except BaseException:
+            sock.close()
+            raise
         self.opened += 1
-        return proto
+        return StreamConnection(self, sock, loop)
 
     async def fill(self, n: int) -> None:
         """Open connections until n are idle, so the measured window never pays for connects."""
@@ -104,7 +120,7 @@ class StreamClient:
             fut = loop.create_future()
             conn.begin(rec, fut, self.timeout, may_retry=attempt == 0)
             rec.start = perf_counter()
-            conn.transport.writelines((head, body))
+            await conn.send(head + body)
             if not await fut:
                 return rec
             rec.resent = True

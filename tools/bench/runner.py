@@ -5,7 +5,6 @@ import asyncio
 import gc
 import os
 import random
-import ssl
 from dataclasses import dataclass, field
 from time import perf_counter, process_time
 from urllib.parse import urlsplit
@@ -111,7 +110,10 @@ async def run_benchmark(cfg: BenchConfig, plan: Plan | None = None) -> BenchRun:
     plan = plan or build_plan(cfg.workload, cfg.model, endpoint=cfg.endpoint, warmup=cfg.warmup,
                               prime_rounds=cfg.prime_rounds, single_stream=cfg.single_stream,
                               extra_body=cfg.extra_body)
-    pool = ConnectionPool(host, port, ssl=ssl.create_default_context() if tls else None)
+    if tls:
+        raise BenchConfigError("https is not supported by the benchmark client; use http:// and run the "
+                               "client next to the server")
+    pool = ConnectionPool(host, port)
     client = StreamClient(pool, path, host_header, cfg.timeout_s, api_key=os.environ.get("OPENAI_API_KEY"))
     conc = cfg.max_concurrency
     try:

@@ -11,33 +11,58 @@ import asyncio
 import json
 import re
 import socket
+import struct
+import time
 from time import perf_counter
 
 _CT = b'"completion_tokens"'
 _CT_VALUES = re.compile(rb'"completion_tokens":\s*(\d+)')
 _MAX_HEAD = 64 * 1024
+_READ_SIZE = 256 * 1024
+_FIRST_READ_SIZE = 1024
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux; Python does not export it
+_TIMESPEC = struct.Struct("qq")
 _MAX_ERROR_BODY = 2048
 
 
-class StreamConnection(asyncio.Protocol):
-    """One keep-alive connection; serves one request at a time."""
+class StreamConnection:
+    """One keep-alive connection; serves one request at a time.
 
-    def __init__(self, pool):
-        self.pool = pool
-        self.transport: asyncio.Transport | None = None
+    It reads its socket itself (recvmsg with SO_TIMESTAMPNS): each read is stamped with the kernel's
+    receive time of its last packet, so a client that is descheduled for a while on a busy machine
+    still records when the bytes really arrived.
+    """
+
+    def __init__(self, pool, sock: socket.socket, loop: asyncio.AbstractEventLoop):
+        self.pool, self.sock, self.loop = pool, sock, loop
         self.closed = False
         self.rec = None
         self.clean = False
+        self.sending = False
+        self.offset = time.time() - perf_counter()
+        self.read_size = _READ_SIZE
+        self._recvmsg = sock.recvmsg
+        loop.add_reader(sock.fileno(), self._readable)
 
-    # -- asyncio.Protocol -------------------------------------------------------------------------
-    def connection_made(self, transport):
-        self.transport = transport
-        sock = transport.get_extra_info("socket")
-        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    def _readable(self) -> None:
+        try:
+            data, anc, _flags, _addr = self._recvmsg(self.read_size, 64)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._lost(exc)
+            return
+        if not data:
+            self._lost(None)
+            return
+        if anc:
+            sec, ns = _TIMESPEC.unpack_from(anc[0][2])
+            self.data_received(data, sec + ns * 1e-9 - self.offset)
+        else:
+            self.data_received(data, perf_counter())
 
-    def connection_lost(self, exc):
-        self.closed = True
+    def _lost(self, exc: Exception | None) -> None:
+        self.close()
         if self.rec is None:
             return
         if not self.got_bytes and self.may_retry:
@@ -49,11 +74,17 @@ class StreamConnection(asyncio.Protocol):
             why = f": {exc}" if exc else ""
             self._fail(f"connection closed before the response ended{why}")
 
-    def eof_received(self):
-        return False
+    async def send(self, data: bytes) -> None:
+        """Write a request; a failed write is a lost connection (recorded, never raised)."""
+        self.sending = True
+        try:
+            await self.loop.sock_sendall(self.sock, data)
+        except OSError as exc:
+            self._lost(exc)
+        finally:
+            self.sending = False
 
-    def data_received(self, data: bytes):
-        now = perf_counter()
+    def data_received(self, data: bytes, now: float) -> None:
         if self.clean:
             # Fast path: exactly one chunk "<hex>\r\n<one SSE event>\r\n" with per-chunk usage.
             n = len(data)
@@ -71,6 +102,7 @@ class StreamConnection(asyncio.Protocol):
                         rec = self.rec
                         if not rec.first:
                             rec.first = now
+                            self.read_size = _READ_SIZE
                         rec.arrivals.append(now)
                         rec.chunks.append(1)
                         rec.tokens.append(c - self.cum)
@@ -122,12 +154,14 @@ class StreamConnection(asyncio.Protocol):
         self.sse_buf, self.crlf_events, self.last_block = b"", False, b""
         self.cum, self.fast = 0, None
         self.done_seen = False
-        self.timer = asyncio.get_running_loop().call_later(timeout, self._timed_out, timeout)
+        self.offset = time.time() - perf_counter()
+        # Until the first token, read little: a read is stamped with its last packet's arrival, and a
+        # big read could reach past the first token's packet into later ones.
+        self.read_size = _FIRST_READ_SIZE
+        self.timer = self.loop.call_later(timeout, self._timed_out, timeout)
 
     def _timed_out(self, timeout: float) -> None:
         self._fail(f"no complete response within {timeout:g} s (client timeout)")
-        if self.transport is not None:
-            self.transport.abort()
 
     def _settle(self, retry: bool = False) -> None:
         rec, self.rec = self.rec, None
@@ -135,6 +169,8 @@ class StreamConnection(asyncio.Protocol):
         self.timer.cancel()
         if not self.fut.done():
             self.fut.set_result(retry)
+        if self.sending:  # the server answered before reading the whole request: do not reuse
+            self.keep_alive = False
         if rec is not None and (self.closed or not self.keep_alive):
             self.close()
         else:
@@ -167,9 +203,11 @@ class StreamConnection(asyncio.Protocol):
         self._settle()
 
     def close(self) -> None:
+        if self.closed:
+            return
         self.closed = True
-        if self.transport is not None:
-            self.transport.close()
+        self.loop.remove_reader(self.sock.fileno())
+        self.sock.close()
 
     # -- HTTP framing -----------------------------------------------------------------------------
     def _head(self, data: bytes) -> bytes | None:
@@ -283,6 +321,7 @@ class StreamConnection(asyncio.Protocol):
             rec = self.rec
             if not rec.first:
                 rec.first = now
+                self.read_size = _READ_SIZE
             rec.arrivals.append(now)
             rec.chunks.append(chunks)
             rec.tokens.append(tokens)

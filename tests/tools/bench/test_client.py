@@ -109,3 +109,31 @@ def test_poisson_rate_spreads_the_sends(sse_server):
     gaps = [b - a for a, b in itertools.pairwise(starts)]
     assert 0.01 <= sum(gaps) / len(gaps) <= 0.06        # 1 / 40 s on average, seeded
     assert r.config["request_rate"] == 40.0
+
+
+def test_a_blocked_client_still_records_when_the_first_token_arrived(sse_server):
+    # Reads are stamped with the kernel's receive time, so a client descheduled (or busy) while
+    # the first token arrives still measures the true TTFT, not the time it got around to reading.
+    import asyncio
+    import time
+
+    from tools.bench.client import ConnectionPool, RequestRecord, StreamClient
+    from tools.bench.runner import run_async
+
+    server = sse_server(Behaviour(ttft_s=0.04, itl_s=0.002))
+    body = b'{"model":"m","prompt":[1,2,3],"max_tokens":5,"stream":true}'
+
+    async def one() -> RequestRecord:
+        pool = ConnectionPool("127.0.0.1", server.port)
+        client = StreamClient(pool, "/v1/completions", "127.0.0.1", timeout=5)
+        rec = RequestRecord("blocked-1", "measured", 3, 5, 0)
+        asyncio.get_running_loop().call_later(0.01, time.sleep, 0.15)  # block the loop 10..160 ms
+        await client.send(rec, body)
+        pool.close()
+        return rec
+
+    rec = run_async(one())
+    assert rec.ok, rec.error
+    seen = server.seen[-1]
+    assert abs(rec.first - seen.first_write) < 0.01        # not ~110 ms late
+    assert 0.035 <= rec.first - rec.start <= 0.055
