@@ -12,7 +12,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.units import touched_units
+from agent.units import HEADER_EXTS, touched_units
 from sandboxes.base import CommandResult, Sandbox
 from sandboxes.local import LocalSandbox
 from tools.patching import PatchError, apply_diff, revert_diff
@@ -62,10 +62,15 @@ def cuda_tokens(preprocessed: str) -> list[str]:
     return _TOKEN.findall(_LINE_MARKER.sub("", preprocessed))
 
 
-def _fmt(template: str, root: Path, rel: str, arch: str) -> str:
-    """A unit command with repo-relative paths (commands run in the repo root, host or container)."""
+def _fmt(template: str, root: Path, rel: str, arch: str, lang: str = "cu") -> str:
+    """A unit command with repo-relative paths (commands run in the repo root, host or container).
+
+    A header checked on its own needs an explicit language (`-x cu` / `-x hip`) when the template has none."""
     out = f"/tmp/rocport-unit-{abs(hash((str(root), rel))) % 10**8}.o"
     parent = str(Path(rel).parent)
+    if rel.endswith(HEADER_EXTS) and " -x " not in f" {template} ":
+        compiler, _, rest = template.partition(" ")
+        template = f"{compiler} -x {lang} {rest}"
     return template.format(file=shlex.quote(rel), arch=arch, out=out, dir=shlex.quote(parent), root=".")
 
 
@@ -145,7 +150,7 @@ class Validator:
         checks = []
         target = failure.facts.get("unit") or failure.file if failure else None
         for rel in units:
-            res = self.tools.hip.run(_fmt(self.tools.hip_unit, self.root, rel, self.tools.arch),
+            res = self.tools.hip.run(_fmt(self.tools.hip_unit, self.root, rel, self.tools.arch, "hip"),
                                      env=self.tools.extra_env or None, timeout=self.tools.timeout)
             gone = failure_gone(failure, res.output)
             if res.ok:

@@ -78,3 +78,11 @@ def test_cuda_tokens_ignore_line_markers_and_spacing_not_content():
     b = '#line 3 "k.cu"\n\nint x=f( 1, 2 );\nconst char* s = "a  b";\n'
     assert cuda_tokens(a) == cuda_tokens(b)
     assert cuda_tokens(a) != cuda_tokens(a.replace('"a  b"', '"a b"'))
+
+
+def test_profile_templates_without_language_still_preprocess_headers(git_repo, nvcc):
+    from agent.profiles import load_profile
+    root = git_repo({"csrc/compat.h": "#pragma once\n#define A 1\n", "csrc/k.cu": '#include "compat.h"\nint a = A;\n'})
+    tools = Toolchains.from_profile(LocalSandbox(root), LocalSandbox(root), "gfx942", load_profile("tinyserve"))
+    tokens = Validator(root, tools).preprocess(["csrc/compat.h", "csrc/k.cu"])
+    assert isinstance(tokens["csrc/compat.h"], list) and tokens["csrc/k.cu"][-5:] == ["int", "a", "=", "1", ";"]
