@@ -10,6 +10,7 @@ from agent.cli import port  # noqa: E402,F401
 from agent.cli import diagnose  # noqa: E402,F401
 from agent.cli import pr  # noqa: E402,F401
 from agent.cli import evals  # noqa: E402,F401
+from agent.cli import sweep  # noqa: E402,F401
 from agent.cli import bench  # noqa: E402,F401
 from agent.cli import fix  # noqa: E402,F401
 
