@@ -70,7 +70,10 @@ class _Diagnoser:
         return self._result()
 
     def _feed(self, line: str) -> None:
+        was_in_traceback = self.tracebacks.active
         if self.tracebacks.feed(line):
+            if not was_in_traceback:
+                self.compile.flush_pending()  # keep failures in log order
             return
         if self.compile.feed(line):
             return
@@ -84,6 +87,7 @@ class _Diagnoser:
             failure = Failure(kind="unknown", message=text[:500], excerpt=self._excerpt(text),
                               source=self.source or "log")
         if failure is not None:
+            self.compile.flush_pending()
             self.collector.add(failure)
 
     def _weight_line(self, text: str) -> bool:

@@ -18,6 +18,7 @@ from tools.records import Failure
 MAX_FAILURES = 2000
 MAX_UNKNOWN = 50
 MAX_UNITS = 50
+MAX_EXCERPT_CHARS = 8000
 
 
 class Collector:
@@ -34,6 +35,7 @@ class Collector:
     def add(self, failure: Failure) -> None:
         """Normalise paths, sign, and keep `failure` unless it repeats one already kept."""
         failure.file = relativize(failure.file, self.repo_root)
+        failure.excerpt = failure.excerpt[:MAX_EXCERPT_CHARS]
         unit = failure.facts.get("unit")
         if unit:
             failure.facts["unit"] = relativize(unit, self.repo_root)

@@ -17,6 +17,7 @@ MAX_CHAIN = 8
 MAX_CONTEXT = 4
 MAX_EXCERPT = 30
 MAX_GROUP = 200
+MAX_KEPT_LINE = 2000
 
 
 @dataclass
@@ -79,7 +80,7 @@ class CompileParser:
     def feed(self, line: str) -> bool:
         """Consume `line` if it belongs to compiler/build output; return whether it did."""
         text = line.strip()
-        self._raw = line.rstrip()
+        self._raw = line.rstrip()[:MAX_KEPT_LINE]
         if not text:
             self._context_left = 0
             return False
@@ -93,6 +94,11 @@ class CompileParser:
     def finish(self) -> None:
         """Flush what is still open at the end of the log."""
         self._flush()
+
+    def flush_pending(self) -> None:
+        """Emit the errors seen so far (another parser is about to report a later failure)."""
+        if self._group:
+            self._flush(keep_command=True)
 
     # ---- boundaries between translation units ---------------------------------------------
     def _boundary(self, text: str) -> bool:
@@ -165,8 +171,8 @@ class CompileParser:
             if lm:
                 self._current.link_symbol = lm.group("sym").strip()
             return True
-        m = P.LINK_REF.search(text)
-        if m and ("undefined reference" in text or "multiple definition" in text):
+        m = P.LINK_REF.match(text) if "undefined reference" in text or "multiple definition" in text else None
+        if m:
             diag = CompilerDiagnostic(m.group("file"), None, None, m.group("msg"), "ld")
             diag.link_symbol = m.group("sym")
             self._start(diag, text)

@@ -29,8 +29,8 @@ DRIVER_ERROR = re.compile(
     r"|c\+\+|cc1plus|cc1|ld(?:\.lld|\.gold|\.bfd)?|lld|ptxas|fatbinary|lld-link))(?:\.exe)?:\s+"
     r"(?:fatal\s+)?error:\s+(?P<msg>.*)$")
 NVCC_FATAL = re.compile(r"^(?P<tool>nvcc|ptxas|nvlink) fatal\s*:\s+(?P<msg>.*)$")
-LINK_REF = re.compile(
-    r"(?:(?P<file>[^\s:]+):\(\.[\w.$]+\+0x[0-9a-fA-F]+\):\s+)?"
+LINK_REF = re.compile(  # anchored and lazy: an unanchored search here is quadratic on long lines
+    r"^(?:(?P<file>[^\s:]+):\(\.[\w.$]+\+0x[0-9a-fA-F]+\):\s+)?.*?"
     r"(?P<msg>(?:undefined reference to|multiple definition of) [`'](?P<sym>[^'`]+)'.*)$")
 LLD_SYMBOL = re.compile(r"^(?:\S*ld\.lld|lld|ld): error: (?P<msg>(?:undefined symbol|duplicate symbol): (?P<sym>.+))$")
 GCC_REQUIRED = re.compile(r"^(?P<file>[^\s:]+):(?P<line>\d+):(?P<col>\d+):\s+(?:required|instantiated) from")
@@ -63,7 +63,7 @@ WRAPPER = re.compile(
     r"|RuntimeError: Error compiling objects for extension|CMake Error: |\S+ failed with exit code"
     r"|failed to execute:)")
 
-GCC_SOURCE = re.compile(r"^\s*\d*\s+\|")
+GCC_SOURCE = re.compile(r"^\s*\d+\s+\||^\s+\|")  # two alternatives: `\s*\d*\s+` backtracks quadratically
 
 # One cheap search that every line the parser could act on passes; the rest skip all patterns.
 RELEVANT = re.compile(r"error|ERROR|warning|note|remark|fatal|FAILED|[Ff]ailed|generated|detected|\*\*\*|ninja:|terminated"

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 MAX_FRAMES = 200
 MAX_MESSAGE_LINES = 400
 MAX_STRAY_LINES = 40
+MAX_MESSAGE_CHARS = 100_000
+MAX_CHAIN = 20
 
 _FRAME = re.compile(r'^File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?$')
 _EXC = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Resources|Failure|Version"
@@ -92,10 +94,12 @@ class TracebackParser:
         indent = len(line) - len(line.lstrip())
         if text and indent > self._indent and not _EXC.match(text):
             if self._frames and not self._frames[-1].code and not set(text) <= set("^~ "):
-                self._frames[-1].code = text
+                self._frames[-1].code = text[:500]
             return True
         m = _EXC.match(text)
         if m and indent <= self._indent + 1:
+            if len(self._tb.chain) >= MAX_CHAIN:
+                self._tb.chain.pop()  # an endless chain keeps its root causes and its last exception
             self._tb.chain.append(PyException(m.group("type"), (m.group("msg") or "").strip(), self._frames))
             self._state = "message"
             return True
@@ -116,7 +120,7 @@ class TracebackParser:
         indent = len(line) - len(line.lstrip())
         exc = self._tb.chain[-1]
         if not self._after_blank and (indent > self._indent or line.startswith("\t")) and not _FRAME.match(text):
-            if exc.message.count("\n") < MAX_MESSAGE_LINES:
+            if exc.message.count("\n") < MAX_MESSAGE_LINES and len(exc.message) < MAX_MESSAGE_CHARS:
                 exc.message += "\n" + text
             return True
         self._close()

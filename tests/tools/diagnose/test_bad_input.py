@@ -109,3 +109,14 @@ def test_clean_log_reports_no_failures(tmp_path):
     log.write_text("[1/2] /opt/rocm/bin/hipcc -c a.hip -o a.o\n[2/2] Linking HIP shared module _C.so\n")
     result = CliRunner().invoke(app, ["diagnose", str(log)])
     assert result.exit_code == 0 and "No failures found" in result.output
+
+
+def test_pathological_lines_and_chains_stay_bounded():
+    giant = "x" * 1_000_000
+    log = (f"csrc/a.cu:1:1: error: use of undeclared identifier '__syncwarp' {giant}\n{giant}\n"
+           + "Traceback (most recent call last):\n  File \"/a.py\", line 1, in f\n    g()\nValueError: boom\n\n"
+             "During handling of the above exception, another exception occurred:\n\n" * 500
+           + "Traceback (most recent call last):\n  File \"/a.py\", line 2, in f\n    h()\nValueError: last\n")
+    failures = diagnose_text(log)
+    assert [f.kind for f in failures] == ["warp_intrinsic", "python_error"]
+    assert all(len(f.excerpt) <= 8000 and len(f.message) <= 500 for f in failures)
