@@ -22,6 +22,8 @@ THROUGHPUT_KINDS = {
     "uncached_input_tokens_per_s": "prompt tokens the server had to prefill (prompt - cached) per second",
     "output_tokens_per_s_per_stream": "median per-request decode speed: (output - 1) / (E2E - TTFT)",
     "peak_output_tokens_per_s": "most generated tokens that arrived within one second of the window",
+    "single_stream.output_tokens_per_s": "concurrency 1: generated tokens / summed request time (TTFT included)",
+    "single_stream.decode_tokens_per_s": "concurrency 1: 1 / median TPOT",
 }
 
 

@@ -36,6 +36,7 @@ def test_json_has_canonical_sglang_and_vllm_keys(sse_server, tmp_path):
     assert data["output_throughput"] == data["throughput"]["output_tokens_per_s"]
     assert data["completed"] == 6 and data["total_output_tokens"] == 36 and data["output_lens"] == [6] * 6
     assert set(data["throughput_kinds"]) >= set(data["throughput"])
+    assert data["max_output_tokens_per_s"] >= 6 and data["max_concurrent_requests"] <= 4
 
 
 def test_output_length_gate_fires_when_the_server_stops_early(sse_server):
