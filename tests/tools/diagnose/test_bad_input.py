@@ -120,3 +120,20 @@ def test_pathological_lines_and_chains_stay_bounded():
     failures = diagnose_text(log)
     assert [f.kind for f in failures] == ["warp_intrinsic", "python_error"]
     assert all(len(f.excerpt) <= 8000 and len(f.message) <= 500 for f in failures)
+
+
+LONG_LINE_SHAPES = {
+    "spaces": " " * 63000 + "x", "colons": "a:" * 32000, "parens": "(" * 64000, "quotes": "'" * 64000,
+    "link": "undefined reference to `" + "a" * 60000, "errors": "error: " * 9000, "brackets": "[" * 64000,
+    "frames": 'File "' * 10000, "sizes": "torch.Size([" * 5000, "versus": "[1, 2] vs " * 6000,
+    "digits": "1:" * 32000, "slashes": "/a" * 32000,
+}
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("shape", sorted(LONG_LINE_SHAPES))
+def test_long_lines_of_any_shape_finish(shape):
+    """Guards against regexes that backtrack quadratically (two were found this way)."""
+    log = "\n".join([LONG_LINE_SHAPES[shape]] * 3 + ["csrc/a.cu:1:1: error: unknown type name '__nv_bfloat16'"])
+    failures = diagnose_text(log)
+    assert failures[-1].kind == "bf16_type"
