@@ -90,6 +90,9 @@ class Task(BaseModel):
     expect: Literal["resolve", "decline"]
     """resolve: reach every success criterion. decline: report the environment problem, patch nothing."""
     bench: BenchSpec = Field(default_factory=BenchSpec)
+    reference_fix: list[str] = Field(default_factory=list)
+    """Known-good fix patches (relative to evals/tasks/) for tasks whose fix is not just the clean copy;
+    applied on top of the starting point they make the ROCm and CUDA builds green. Never shown to the agent."""
 
     @property
     def kinds(self) -> list[str]:
@@ -124,7 +127,7 @@ def load_task(name_or_path: str) -> Task:
         task = Task.model_validate(yaml.safe_load(path.read_text()))
     except (yaml.YAMLError, ValidationError) as exc:
         raise TaskError(f"{path}: {str(exc).splitlines()[0]} {str(exc).splitlines()[-1].strip()}") from exc
-    for patch in task.patches:
+    for patch in task.patches + task.reference_fix:
         if not (TASKS_DIR / patch).is_file():
             raise TaskError(f"{path}: patch {patch} not found under {TASKS_DIR}")
     for failure in task.expected_failures:

@@ -121,14 +121,27 @@ def test_bad_task_input_gets_one_line_errors(tmp_path: Path):
 
 # --- build faults -----------------------------------------------------------------------------------
 
+def with_reference_fix(task: Task, repo: Path) -> Path:
+    for patch in task.reference_fix:
+        assert git(repo, "apply", str(TASKS_DIR / patch)).returncode == 0, patch
+    return repo
+
+
+def build_line(repo: Path, backend_args: str, units: list[str] | None, log: str) -> str:
+    only = f" --units {' '.join(units)}" if units else ""
+    return f"cd {repo} && python3 build.py {backend_args}{only} > {log} 2>&1; echo $? > {log}.rc"
+
+
 @pytest.mark.docker
 def test_build_faults_fail_the_real_way_in_the_rocm_image(rocm_image, tmp_path: Path):
     lines = []
     for task in BUILD_TASKS:
-        materialize(task, tmp_path / task.name)
-        units = "" if task.name in FULL_BUILD else " --units " + " ".join(failing_units(task))
-        lines.append(f"cd {tmp_path / task.name} && python3 build.py --backend rocm --arch {task.target_arch}"
-                     f"{units} > build.log 2>&1; echo $? > build.rc")
+        repo = materialize(task, tmp_path / task.name)
+        units = None if task.name in FULL_BUILD else failing_units(task)
+        lines.append(build_line(repo, f"--backend rocm --arch {task.target_arch}", units, "build.log"))
+        if task.reference_fix:  # the known-good fix really makes it build
+            fixed = with_reference_fix(task, materialize(task, tmp_path / f"{task.name}-fixed"))
+            lines.append(build_line(fixed, f"--backend rocm --arch {task.target_arch}", units, "build.log"))
     proc = subprocess.run(["docker", "run", "--rm", "--network", "none", "-v", f"{tmp_path}:{tmp_path}",
                            ROCM_IMAGE, "bash", "-c", "\n".join(lines)], capture_output=True, text=True,
                           timeout=850, check=False)
@@ -136,25 +149,31 @@ def test_build_faults_fail_the_real_way_in_the_rocm_image(rocm_image, tmp_path: 
     for task in BUILD_TASKS:
         repo = tmp_path / task.name
         log = (repo / "build.log").read_text()
-        assert (repo / "build.rc").read_text().strip() != "0", f"{task.name} built:\n{log[-2000:]}"
+        assert (repo / "build.log.rc").read_text().strip() != "0", f"{task.name} built:\n{log[-2000:]}"
         assert f"--offload-arch={task.target_arch}" in log
         for failure in task.failures_at("build"):
             assert f"FAILED: build/{Path(failure.file).stem}.o" in log, task.name
             assert_diagnosed(log, failure, repo, "hipcc")
+        if task.reference_fix:
+            fixed = tmp_path / f"{task.name}-fixed"
+            assert (fixed / "build.log.rc").read_text().strip() == "0", (fixed / "build.log").read_text()[-2000:]
     combined = (tmp_path / "kernels_combined" / "build.log").read_text()
     assert combined.count("FAILED: ") == 3  # keep-going: every broken unit in one build
 
 
 @pytest.mark.nvcc
-def test_faulty_kernels_still_build_with_nvcc(nvcc, tmp_path: Path):
+def test_faulty_and_reference_fixed_kernels_build_with_nvcc(nvcc, tmp_path: Path):
     for task in TASKS.values():
         units = failing_units(task)
         if not units or task.name in FULL_BUILD:
             continue
-        repo = materialize(task, tmp_path / task.name)
-        proc = subprocess.run([sys.executable, "build.py", "--backend", "cuda", "--units", *units], cwd=repo,
-                              capture_output=True, text=True, timeout=300, check=False)
-        assert proc.returncode == 0, f"{task.name}: the CUDA build broke:\n{proc.stdout[-2000:]}"
+        repos = [materialize(task, tmp_path / task.name)]
+        if task.reference_fix:
+            repos.append(with_reference_fix(task, materialize(task, tmp_path / f"{task.name}-fixed")))
+        for repo in repos:
+            proc = subprocess.run([sys.executable, "build.py", "--backend", "cuda", "--units", *units], cwd=repo,
+                                  capture_output=True, text=True, timeout=300, check=False)
+            assert proc.returncode == 0, f"{repo.name}: the CUDA build broke:\n{proc.stdout[-2000:]}"
 
 
 # --- load and launch faults -------------------------------------------------------------------------
