@@ -247,3 +247,18 @@ def test_read_only_extra_mount_is_visible_but_not_writable(rocm_image, repo, tmp
     with DockerSandbox(rocm_image, repo, mounts=[f"{data}:/models/tiny:ro"]) as sb:
         assert sb.run("cat /models/tiny/config.json").stdout == "{}"
         assert sb.run("touch /models/tiny/x").returncode != 0
+
+
+def test_resource_limits_reach_the_container(rocm_image, repo):
+    with DockerSandbox(rocm_image, repo, mem_limit="2g", cpus=1.5, pids_limit=256) as sb:
+        host = docker.from_env().containers.get(sb.container.id).attrs["HostConfig"]
+        assert (host["Memory"], host["NanoCpus"], host["PidsLimit"]) == (2 * 1024**3, 1_500_000_000, 256)
+        inside = sb.run("cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max")
+        assert inside.stdout.strip() == "256"
+
+
+def test_gpu_devices_only_when_the_host_has_them(sandbox):
+    has_kfd = Path("/dev/kfd").exists()
+    assert sandbox.run("test -e /dev/kfd").ok == has_kfd
+    host = docker.from_env().containers.get(sandbox.container.id).attrs["HostConfig"]
+    assert (host.get("IpcMode") == "host") == has_kfd
