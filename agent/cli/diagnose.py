@@ -32,6 +32,12 @@ def _what(failure: Failure) -> str:
     what = failure.message.split("\n", 1)[0]
     if failure.symbol and failure.symbol not in what:
         what += f"  [{failure.symbol}]"
+    counts = [f"{len(failure.facts[k])} {k}" for k in ("missing", "unexpected") if failure.facts.get(k)]
+    if counts:
+        what += f"  ({', '.join(counts)})"
+    if failure.facts.get("shapes"):
+        param, loaded = failure.facts["shapes"]
+        what += f"  (param {param}, checkpoint {loaded})"
     return what
 
 

@@ -93,7 +93,10 @@ def traceback_failures(tb: PyTraceback, repo_root: str | Path | None = None) -> 
     specific = [c for c in classified if c[1] != "python_error"]
     exc, kind, symbol, facts = specific[0] if specific else classified[-1]
     frame = framework_frame(exc.frames, repo_root)
-    first_line = exc.message.split("\n", 1)[0]
+    message_lines = exc.message.split("\n")
+    first_line = message_lines[0]
+    if first_line.endswith(":") and len(message_lines) > 1:  # "Error(s) in loading state_dict for X:" + detail
+        first_line = f"{first_line} {message_lines[1].strip()}"
     facts = {"exception": exc.type, **facts}
     if frame is not None:
         facts["function"] = frame.func
@@ -108,7 +111,8 @@ def _extra_mismatches(exc: PyException, first: Failure) -> list[Failure]:
     extra = []
     start = 1 if first.kind == "quant_exclusion" else 0
     for name, param, loaded in F.all_size_mismatches(exc.message)[start:20]:
-        facts = {**first.facts, "shapes": [param, loaded]}
+        facts = {k: v for k, v in first.facts.items() if k in ("exception", "function", "dtype")}
+        facts["shapes"] = [param, loaded]
         extra.append(Failure(kind="quant_exclusion", message=f"size mismatch for {name}", file=first.file,
                              line=first.line, symbol=name, excerpt=first.excerpt, source="python", facts=facts))
     return extra
