@@ -56,7 +56,11 @@ class RunEnv:
         return "rocport/rocm-build:6.4"
 
     def sandbox(self) -> Sandbox:
-        """The run's sandbox over its repo clone, created on first use (one container per run)."""
+        """The run's sandbox (every command it runs is logged in the run dir), created on first use."""
+        return LoggedSandbox(self._raw_sandbox(), self.rundir)
+
+    def _raw_sandbox(self) -> Sandbox:
+        """One sandbox over the repo clone per process of the run (one container per run)."""
         if self._sandbox is None:
             workdir = str(self.rundir.repo)
             env = self.profile_env()
@@ -78,7 +82,7 @@ class RunEnv:
 
     def run(self, what: str, cmd: str, *, timeout: float = 600) -> tuple[CommandResult, Path]:
         """Run a command in the sandbox and keep its full log in the run dir."""
-        result = self.sandbox().run(cmd, timeout=timeout)
+        result = self._raw_sandbox().run(cmd, timeout=timeout)
         return result, self.rundir.log_command(what, result)
 
     def close(self) -> None:
@@ -88,6 +92,24 @@ class RunEnv:
         if self._sandbox is not None:
             self._sandbox.close()
             self._sandbox = None
+
+
+class LoggedSandbox:
+    """A sandbox whose every `run` leaves its command, exit code and output in the run dir's logs/
+    (commands other areas run for the loop, such as the validator's unit compiles, included)."""
+
+    def __init__(self, inner: Sandbox, rundir: RunDir):
+        self._inner = inner
+        self._rundir = rundir
+
+    def run(self, cmd: str, **kwargs: Any) -> CommandResult:
+        result = self._inner.run(cmd, **kwargs)
+        words = [w for w in cmd.split() if not w.startswith("-")]
+        self._rundir.log_command("-".join(words[:1] + [Path(w).name for w in words[1:] if "/" in w][:1]), result)
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
 
 
 _SECRET_HINTS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
