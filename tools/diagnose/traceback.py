@@ -20,6 +20,8 @@ MAX_CHAIN = 20
 _FRAME = re.compile(r'^File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?$')
 _EXC = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Resources|Failure|Version"
                   r"|Iteration|Fault|Timeout|Error\w*)|KeyError|StopIteration|AssertionError)(?::\s?(?P<msg>.*))?$")
+# Any dotted name followed by ": message" ends a traceback too (BackendCompilerFailed, c10 errors, ...)
+_EXC_ANY = re.compile(r"^(?P<type>[A-Za-z_][\w.]*): (?P<msg>.*)$")
 _CHAIN = ("During handling of the above exception", "The above exception was the direct cause")
 
 
@@ -96,7 +98,7 @@ class TracebackParser:
             if self._frames and not self._frames[-1].code and not set(text) <= set("^~ "):
                 self._frames[-1].code = text[:500]
             return True
-        m = _EXC.match(text)
+        m = _EXC.match(text) or (_EXC_ANY.match(text) if self._frames else None)
         if m and indent <= self._indent + 1:
             if len(self._tb.chain) >= MAX_CHAIN:
                 self._tb.chain.pop()  # an endless chain keeps its root causes and its last exception

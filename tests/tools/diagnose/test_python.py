@@ -132,3 +132,16 @@ WARNING 01-07 07:39:33 gemma2.py:372] Some weights are not initialized from chec
     assert failure.facts["unexpected"] == ["model.layers.0.mixer.out_proj.input_scale",
                                            "model.layers.0.mixer.out_proj.weight_scale"]
     assert failure.facts["missing"] == ["layers.23.mlp.down_proj.weight", "layers.3.mlp.gate_up_proj.weight"]
+
+
+def test_exception_types_with_unusual_names_still_close_the_traceback():
+    log = """\
+Traceback (most recent call last):
+  File "/srv/tinyserve/tinyserve/engine.py", line 51, in compile_graph
+    return torch.compile(fn)(x)
+torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised: HIP error: invalid device function
+INFO: shutting down
+"""
+    (failure,) = diagnose_text(log)
+    assert (failure.kind, failure.file, failure.line) == ("hip_runtime", "/srv/tinyserve/tinyserve/engine.py", 51)
+    assert failure.facts["exception"] == "torch._dynamo.exc.BackendCompilerFailed"
