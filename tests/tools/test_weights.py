@@ -212,3 +212,11 @@ def test_remap_rules_check_reports_what_is_left():
     rules = [PrefixRule("model.layers.2", "model.mtp")]
     problems = check_rules(rules, ["model.layers.2.a.weight", "model.layers.2.b.weight"], ["model.mtp.a.weight"])
     assert problems == ["1 checkpoint tensors not consumed (e.g. model.layers.2.b.weight)"]
+
+
+def test_remap_stops_early_on_a_tie_too_large_to_be_a_rename():
+    # every gate_proj vs every gate_up_proj (the loader's fused mapping not given): no prefix rename
+    ckpt = [f"model.layers.{i}.mlp.gate_proj.weight" for i in range(70)]
+    expected = [f"model.layers.{i}.mlp.gate_up_proj.weight" for i in range(70)]
+    with pytest.raises(RemapError, match="pair only through the suffix 'weight'.*stacked/fused mapping"):
+        derive_remap(ckpt, expected)

@@ -20,6 +20,8 @@ Path_ = tuple[str, ...]
 Translation = tuple[Path_, Path_]  # (checkpoint prefix, framework prefix), common tail stripped
 IDENTITY: Translation = ((), ())
 KEEP_SOLUTIONS = 8
+# A tie this large is not a rename (e.g. every gate_proj vs every gate_up_proj): stop before pairing it.
+MAX_TIE_PAIRS = 4096
 INF = float("inf")
 
 
@@ -150,6 +152,10 @@ def _pair_by_suffix(keys: dict[Path_, list[str]], unmatched_expected: list[Path_
             es = by_suffix_e.get(suffix)
             if not es:
                 continue
+            if len(ks) > 1 and len(ks) * len(es) > MAX_TIE_PAIRS:
+                raise RemapError(f"{len(ks)} checkpoint tensors and {len(es)} params pair only through the "
+                                 f"suffix '{'.'.join(suffix)}' (e.g. {'.'.join(min(ks))}): not a prefix rename; "
+                                 f"is a stacked/fused mapping of the loader missing?")
             for k in ks:  # a tie (several on either side) keeps every option for the tree search
                 options[k] = set(es)
             free_keys.difference_update(ks)
