@@ -26,6 +26,14 @@ def _source(env: RunEnv) -> str:
     return source
 
 
+def _git_reason(exc: git.GitCommandError) -> str:
+    """git's own one-line reason (its `fatal:` line) out of GitPython's multi-line message."""
+    lines = [ln.strip().strip("'").strip() for ln in str(exc.stderr or exc).splitlines()]
+    lines = [ln.removeprefix("stderr:").strip().strip("'") for ln in lines if ln]
+    fatal = [ln for ln in lines if ln.startswith(("fatal:", "error:"))]
+    return (fatal or lines or ["git failed"])[-1]
+
+
 def checkout(state: PortState, env: RunEnv) -> dict:
     """Clone at the ref, create `rocport/port-<run_id>` there; a resumed run keeps its clone."""
     dest = env.rundir.repo
@@ -36,8 +44,8 @@ def checkout(state: PortState, env: RunEnv) -> dict:
     try:
         repo = git.Repo.clone_from(source, dest)
     except git.GitCommandError as exc:
-        raise CheckoutError(f"cannot clone {source}: {exc.stderr.strip().splitlines()[-1] if exc.stderr else exc}") \
-            from exc
+        raise CheckoutError(f"cannot clone {source}: {_git_reason(exc)}; check the URL/path and the network, "
+                            f"or clone it yourself and pass framework.repo=PATH") from exc
     ref = env.job.framework.ref or (env.profile.default_ref if env.job.framework.repo is None else None)
     if ref:
         try:

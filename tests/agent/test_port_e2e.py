@@ -158,3 +158,13 @@ def test_flagship_glm52_port_in_the_rocm_container_is_green_in_two_builds_and_on
     assert state["stages"]["serve"]["status"] == "passed"
     assert len(branch_commits(state["repo_dir"], state["base_commit"])) == len(kept)
     assert "## Benchmark" in (home / "runs" / result.run_id / "report.md").read_text()
+
+
+def test_unknown_ref_is_a_one_line_error_and_the_run_is_marked_failed(home, tmp_path, git_repo):
+    repo = git_repo(HEADER_FAULTS)
+    args = [a for s in make_job(tmp_path, repo, "framework.ref=no-such-branch") for a in ("-c", s)]
+    out = subprocess.run([*ROCPORT, "port", *args], check=False, capture_output=True, text=True,
+                         env={**os.environ, "ROCPORT_HOME": str(home)})
+    assert out.returncode == 2 and out.stderr.count("\n") == 1
+    assert "ref 'no-such-branch' not found" in out.stderr
+    assert [r["status"] for r in _runs_json(home)] == ["failed"]
