@@ -39,7 +39,6 @@ def check(state: PortState, env: RunEnv, proposal: dict, open_failures: list[dic
     """Apply the proposal and run the checks that fit the failure's stage; the patch stays applied
     only when the verdict is ok."""
     repo = Path(state.repo_dir)
-    failure = proposal["failure"]
     if env.job.strategy == "naive":
         return _apply_unchecked(repo, proposal)
     if state.failure_stage == "build":

@@ -6,9 +6,9 @@ import os
 import subprocess
 import sys
 
+from tests.agent.portfixture import FILES, make_job
 from tests.agent.scripted_openai import ScriptedOpenAIServer, chat_response
 from tests.agent.test_graph import SPIN
-from tests.agent.portfixture import FILES, make_job
 
 ROCPORT = [sys.executable, "-c", "from agent.cli import main; main()"]
 SECRET = "sk-test-ROCPORT-SECRET-4242"
