@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 UNKNOWN = None
 
@@ -44,10 +45,12 @@ _CUDA_HEADERS = {"cuda": True, "cub/": True, "cuda_": True, "cudaTypedefs": True
                  "hip/": False, "hipcub/": False, "rocprim/": False, "rocwmma/": False, "hipblas": False}
 
 
+@lru_cache(maxsize=2)
 def rocm_config(hipify: bool = False) -> BuildConfig:
     """hip-clang on AMD (checked with `hipcc -dM -E`): HIP macros defined, CUDA compiler macros not.
 
     Under build-time hipify, `__CUDACC__` is rewritten to `__HIPCC__`, so it reads as defined.
+    Cached: callers copy it before defining macros (the preprocessor walk does).
     """
     defined = ["USE_ROCM", "__HIP_PLATFORM_AMD__", "__HIP_PLATFORM_HCC__", "__HIPCC__", "__HIP__",
                "__clang__"]
@@ -62,6 +65,7 @@ def rocm_config(hipify: bool = False) -> BuildConfig:
     return BuildConfig("rocm", macros, prefixes)
 
 
+@lru_cache(maxsize=1)
 def cuda_config() -> BuildConfig:
     """nvcc: CUDA compiler macros defined, every HIP/ROCm macro undefined; __CUDA_ARCH__ per pass."""
     defined = ["__CUDACC__", "__NVCC__"]

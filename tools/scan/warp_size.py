@@ -22,8 +22,7 @@ _VALID = {("%", "32"), ("&", "31"), ("&", "0x1f"), (">>", "5"), ("/", "32")}
 # Each search is anchored on a literal or operator so the engine skips most text in C.
 _OP_LITERAL = re.compile(r"(%|&(?!&)|>>|/)[ \t]*(0[xX]1[fF]|32|31|5)[uU]?\b(?![ \t]*\.)")
 _THIRTY_TWO = re.compile(r"32[uU]?\b(?![ \t]*[.*/+-])")
-_DEFINE_HEAD = re.compile(r"[ \t]*#[ \t]*define[ \t]+(\w+)[ \t(]*$")
-_ASSIGN_HEAD = re.compile(r"(\w+)[ \t]*(?:=|\{)[ \t(]*$")
+_DEFINE_HEAD = re.compile(r"[ \t]*#[ \t]*define[ \t]+(\w+)$")
 _LANE_TARGET = re.compile(r"\b\w*(?:lane|warp|Lane|Warp|LANE|WARP)\w*[ \t]*(?:=(?!=)|\{)")
 _WARP_NAME = re.compile(r"warp_?size|warpsize|threads_?per_?warp|warp_?threads|lanes_?per_?warp", re.IGNORECASE)
 _FULL_MASK = re.compile(r"0[xX][fF]{8}(?![0-9a-fA-F])")
@@ -77,15 +76,27 @@ def _lane_arithmetic(masked: str):
 
 
 def _warp_size_definitions(masked: str):
+    """`#define WARP_SIZE 32`, `constexpr int kWarpSize = 32`, `int warp_size{32}`: plain string
+    checks first, because a 32 is on almost every other line of a kernel."""
     for m in _THIRTY_TWO.finditer(masked):
         pos = m.start()
         if pos and (masked[pos - 1].isalnum() or masked[pos - 1] in "_."):
             continue
-        line, start = _line(masked, pos)
-        before = line[:pos - start]
-        head = _DEFINE_HEAD.match(before) or _ASSIGN_HEAD.search(before)
-        if head and _WARP_NAME.search(head.group(1)):
-            yield pos, head.group(1), _SOURCE
+        before = masked[max(0, pos - _WINDOW):pos].rstrip(" \t(")
+        if not before:
+            continue
+        last = before[-1]
+        if last in "={":
+            if last == "=" and len(before) > 1 and before[-2] in "=!<>+-*/%&|^":
+                continue
+            name = _operand_before(before[:-1])
+        elif last.isalnum() or last == "_":
+            head = _DEFINE_HEAD.match(before, before.rfind("\n") + 1)
+            name = head.group(1) if head else ""
+        else:
+            continue
+        if name and _WARP_NAME.search(name):
+            yield pos, name, _SOURCE
 
 
 def _candidates(masked: str):
