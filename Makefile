@@ -5,9 +5,9 @@ ROCPORT := $(VENV)/bin/rocport
 PYTHON := $(VENV)/bin/python
 PYTEST_ARGS ?= -q --durations=15 tests
 
-# The main job. Until the agent's `rocport demo` lands, it shows what this machine offers and
-# proves the ROCm build image compiles a HIP kernel; replace this one line with `$(ROCPORT) demo`.
-DEMO = $(ROCPORT) doctor && $(ROCPORT) image check
+# The main job: what this machine offers, then the flagship port (GLM-5.2 on MI355X, reproduced on the
+# fixture framework) end to end in the ROCm build container: patch branch, PR series, report, benchmark.
+DEMO = $(ROCPORT) doctor && $(ROCPORT) demo
 
 .PHONY: setup demo test image clean-containers
 
