@@ -1,6 +1,7 @@
 """Causal self-attention with a fused qkv_proj, grouped KV heads, rotary positions and a KV cache."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -63,11 +64,13 @@ class Attention(Module):
         group = self.num_heads // self.num_kv_heads
         keys = np.repeat(keys, group, axis=1).transpose(1, 2, 0)        # [heads, dim, ctx]
         values = np.repeat(values, group, axis=1).transpose(1, 0, 2)    # [heads, ctx, dim]
-        scores = (q.transpose(1, 0, 2) @ keys) / np.sqrt(self.head_dim)  # [heads, tokens, ctx]
+        # A Python float keeps float32 (a numpy float64 scalar would promote everything to float64).
+        scores = (q.transpose(1, 0, 2) @ keys) * (1.0 / math.sqrt(self.head_dim))  # [heads, tokens, ctx]
         ctx = keys.shape[-1]
         causal = np.arange(ctx)[None, :] > (ctx - tokens + np.arange(tokens))[:, None]
-        scores = np.where(causal[None], -np.inf, scores)
-        scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        scores[:, causal] = -np.inf
+        scores -= scores.max(axis=-1, keepdims=True)
+        np.exp(scores, out=scores)
         scores /= scores.sum(axis=-1, keepdims=True)
         out = (scores @ values).transpose(1, 0, 2).reshape(tokens, q_size)
         return self.o_proj(out)
