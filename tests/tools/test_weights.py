@@ -220,3 +220,47 @@ def test_remap_stops_early_on_a_tie_too_large_to_be_a_rename():
     expected = [f"model.layers.{i}.mlp.gate_up_proj.weight" for i in range(70)]
     with pytest.raises(RemapError, match="pair only through the suffix 'weight'.*stacked/fused mapping"):
         derive_remap(ckpt, expected)
+
+
+LOADER_SRC = '''import dataclasses
+
+_CHECKPOINT_NAME_REMAP = (
+    ("model.layers.61.", "model.mtp."),
+    ("model.layers.61.mlp.shared_experts.", "model.mtp.mlp.shared_expert."),
+)
+
+
+class Helper:
+    def load_weights(self, weights):
+        return None
+
+
+@dataclasses.dataclass
+class GlmForCausalLM:
+    def load_weights(self, weights):
+        stacked_params_mapping = [
+            (".qkv_proj", ".q_proj", "q"),
+            (".gate_up_proj", ".gate_proj", 0),
+        ]
+        expert_params_mapping = make_mapping()  # built at run time: not readable
+        for tensor_name, loaded_weight in weights:
+            if "rotary_emb.inv_freq" in tensor_name:
+                continue
+            pass
+'''
+
+
+def test_loader_source_reads_the_sglang_shape_without_importing():
+    from tools.weights.loader_source import find_loader_sites, read_remap_table
+
+    (site,) = find_loader_sites(LOADER_SRC)  # Helper.load_weights has no name loop
+    assert site.class_name == "GlmForCausalLM" and LOADER_SRC.splitlines()[site.class_start - 1].startswith("@")
+    assert site.name_var == "tensor_name" and site.skip == ["rotary_emb.inv_freq"]
+    assert site.mappings == [(".qkv_proj", ".q_proj"), (".gate_up_proj", ".gate_proj")]
+    assert LOADER_SRC.splitlines()[site.body_line - 1].strip().startswith("if ")
+    rules = read_remap_table(LOADER_SRC)  # file order, as the loader applies it: first match wins
+    assert [r.checkpoint for r in rules] == ["model.layers.61", "model.layers.61.mlp.shared_experts"]
+    name = "model.layers.61.mlp.shared_experts.down_proj.weight"
+    problems = check_rules(rules, [name], ["model.mtp.mlp.shared_expert.down_proj.weight"])
+    assert problems and "not consumed" in problems[1]  # the general prefix shadows the specific one
+    assert read_remap_table("x = 1\n") is None

@@ -10,7 +10,7 @@ import ast
 import textwrap
 from dataclasses import dataclass, field
 
-from tools.weights.remap import PrefixRule, order_rules
+from tools.weights.remap import PrefixRule
 
 REMAP_TABLE = "_CHECKPOINT_NAME_REMAP"
 REMAP_FUNCTION = "_remap_checkpoint_name"
@@ -106,8 +106,8 @@ def read_remap_table(source: str, table: str = REMAP_TABLE) -> list[PrefixRule] 
     """The (checkpoint_prefix, framework_prefix) table a previous fix wrote, or None when absent."""
     for node in ast.parse(source).body:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == table for t in node.targets):
-            pairs = _mapping_pairs(node.value)
-            return order_rules(PrefixRule(a.rstrip("."), b.rstrip(".")) for a, b in pairs)
+            # file order: the generated function applies the first matching prefix, and so must any check
+            return [PrefixRule(a.rstrip("."), b.rstrip(".")) for a, b in _mapping_pairs(node.value)]
     return None
 
 
