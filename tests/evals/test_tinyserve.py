@@ -234,3 +234,10 @@ def test_unknown_server_flag_is_an_argparse_error(framework: Path, checkpoint: P
                   "--enable-dp-attention", check=False)
     assert proc.returncode == 2
     assert "error: unrecognized arguments: --enable-dp-attention" in proc.stderr
+
+
+def test_a_wrong_model_path_is_a_one_line_usage_error(framework: Path, tmp_path: Path):
+    for module in ("tinyserve.launch_server", "tinyserve.expected_params"):
+        proc = run_py(framework, "-m", module, "--model-path", str(tmp_path / "nope"), check=False)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr
+        assert f"{tmp_path / 'nope'}/config.json not found: --model-path must be a checkpoint directory" in proc.stderr

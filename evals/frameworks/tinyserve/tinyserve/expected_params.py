@@ -8,6 +8,7 @@ import argparse
 import json
 import sys
 
+from tinyserve.config import ConfigError
 from tinyserve.model_loader import build_model
 
 
@@ -21,7 +22,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m tinyserve.expected_params", description=__doc__.splitlines()[0])
     parser.add_argument("--model-path", required=True)
     args = parser.parse_args(argv)
-    json.dump(expected_params(args.model_path), sys.stdout, indent=1, sort_keys=True)
+    try:
+        params = expected_params(args.model_path)
+    except ConfigError as exc:
+        parser.error(str(exc))
+    json.dump(params, sys.stdout, indent=1, sort_keys=True)
     sys.stdout.write("\n")
     return 0
 

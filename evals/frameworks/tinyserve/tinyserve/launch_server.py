@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+from tinyserve.config import ConfigError, ModelConfig
 from tinyserve.engine import Engine, EngineOptions
 from tinyserve.model_loader import load_model
 from tinyserve.prefix_cache import PrefixCache
@@ -38,7 +39,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="sleep per uncached prompt token (mimics GPU prefill time)")
     parser.add_argument("--token-delay-ms", type=float, default=0.0, help="sleep per generated token")
     parser.add_argument("--log-level", default="info")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    try:  # a wrong path is a usage error; anything wrong inside the checkpoint keeps its traceback
+        ModelConfig.from_model_path(args.model_path)
+    except ConfigError as exc:
+        parser.error(str(exc))
+    return args
 
 
 def describe_kernels() -> str:
