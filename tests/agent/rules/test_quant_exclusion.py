@@ -8,8 +8,7 @@ import pytest
 from agent.rules import Workspace, propose_for
 from agent.rules.quant_exclusion import QuantExclusionFixer, check_exclusions
 from agent.rules.weight_names import WeightNameFixer
-from tests.agent.rules.test_weight_names import _profile
-from tests.agent.rules.weights_fixture import MODEL_REL, repo_files, run_load, write_checkpoint
+from tests.agent.rules.weights_fixture import MODEL_REL, profile, repo_files, run_load, write_checkpoint
 from tools.diagnose import diagnose_text
 from tools.patching import apply_diff
 from tools.records import Failure
@@ -32,7 +31,7 @@ def quant_case(git_repo, tmp_path):
     repo = git_repo(repo_files())
     ckpt = tmp_path / "ckpt"
     write_checkpoint(ckpt, exclude=EXCLUDE)
-    return repo, ckpt, Workspace(root=repo, profile=_profile(), checkpoint=ckpt)
+    return repo, ckpt, Workspace(root=repo, profile=profile(), checkpoint=ckpt)
 
 
 def test_after_the_name_fix_the_shape_mismatch_is_fixed_in_the_model(quant_case):
@@ -77,7 +76,7 @@ def test_declines_without_exclusion_list(git_repo, tmp_path):
     ckpt = tmp_path / "ckpt"
     write_checkpoint(ckpt)  # no quantization_config
     failure = Failure(kind="quant_exclusion", message="shape mismatch", file=MODEL_REL)
-    result = propose_for(failure, Workspace(root=repo, profile=_profile(), checkpoint=ckpt))
+    result = propose_for(failure, Workspace(root=repo, profile=profile(), checkpoint=ckpt))
     assert result.proposals == [] and "no exclusion list" in result.declines[0]
 
 

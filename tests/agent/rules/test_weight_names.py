@@ -8,18 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from agent.profiles import BuildSpec, LaunchSpec, Profile, load_profile
+from agent.profiles import load_profile
 from agent.rules import Workspace, propose_for
 from agent.rules.weight_names import WeightNameFixer, check_remap
-from tests.agent.rules.weights_fixture import MODEL_REL, repo_files, run_load, write_checkpoint
+from tests.agent.rules.weights_fixture import MODEL_REL, profile, repo_files, run_load, write_checkpoint
 from tools.diagnose import diagnose_text
 from tools.patching import apply_diff
 from tools.records import Failure
-
-
-def _profile() -> Profile:
-    return Profile(name="tiny", build=BuildSpec(rocm="true"), launch=LaunchSpec(command="serve {port}"),
-                   expected_params="python3 expected_params.py {model_path}", model_loaders=["models/*.py"])
 
 
 def _load_failure(repo, ckpt) -> Failure:
@@ -43,7 +38,7 @@ def test_mtp_shared_experts_remap_loads_every_param(mtp_case):
     repo, ckpt, tensors = mtp_case
     failure = _load_failure(repo, ckpt)
     assert failure.symbol.startswith("model.layers.2.")
-    ws = Workspace(root=repo, profile=_profile(), checkpoint=ckpt)  # expected params from the profile hook
+    ws = Workspace(root=repo, profile=profile(), checkpoint=ckpt)  # expected params from the profile hook
     result = propose_for(failure, ws)
     assert len(result.proposals) == 1, result.declines
     proposal = result.proposals[0]
@@ -72,7 +67,7 @@ def test_head_tensors_and_decoder_tensors_remapped_separately(git_repo, tmp_path
     ckpt = tmp_path / "ckpt"
     write_checkpoint(ckpt)
     failure = _load_failure(repo, ckpt)
-    ws = Workspace(root=repo, profile=_profile(), checkpoint=ckpt)
+    ws = Workspace(root=repo, profile=profile(), checkpoint=ckpt)
     proposal = WeightNameFixer().propose(failure, ws)
     assert '("model.layers.2.", "model.decoder."),' in proposal.diff
     for head in ("enorm", "hnorm", "eh_proj", "shared_head"):
@@ -87,7 +82,7 @@ def test_ambiguous_remap_declines_with_reason(git_repo, tmp_path):
     repo = git_repo(repo_files(head_norms=("norm_a", "norm_b")))
     ckpt = tmp_path / "ckpt"
     write_checkpoint(ckpt)
-    result = propose_for(_load_failure(repo, ckpt), Workspace(root=repo, profile=_profile(), checkpoint=ckpt))
+    result = propose_for(_load_failure(repo, ckpt), Workspace(root=repo, profile=profile(), checkpoint=ckpt))
     assert result.proposals == []
     assert any("ambiguous" in d and "enorm" in d for d in result.declines), result.declines
 
@@ -105,7 +100,7 @@ def test_no_checkpoint_or_expected_params_declines(mtp_case):
 def test_check_rejects_a_remap_that_drops_tensors(mtp_case):
     repo, ckpt, _ = mtp_case
     failure = _load_failure(repo, ckpt)
-    ws = Workspace(root=repo, profile=_profile(), checkpoint=ckpt)
+    ws = Workspace(root=repo, profile=profile(), checkpoint=ckpt)
     proposal = WeightNameFixer().propose(failure, ws)
     proposal.diff = proposal.diff.replace('"model.mtp.mlp.shared_expert."', '"model.mtp.mlp.shared_experts."')
     check = check_remap(proposal, ws)

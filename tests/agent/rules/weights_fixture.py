@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import save_file
 
+from agent.profiles import BuildSpec, LaunchSpec, Profile
+
 NUM_LAYERS, HIDDEN, INTER, EXPERTS, VOCAB = 2, 64, 32, 2, 16
 MODEL_REL = "models/tiny_moe.py"
 
@@ -147,6 +149,12 @@ sys.path.insert(0, ".")
 from models.tiny_moe import TinyMoeForCausalLM
 print(json.dumps({n: {"shape": list(p.shape), "dtype": "float32"} for n, p in TinyMoeForCausalLM().named_parameters()}))
 '''
+
+
+def profile() -> Profile:
+    """A framework profile for the tiny repo: expected params from its hook, loaders under models/."""
+    return Profile(name="tiny", build=BuildSpec(rocm="true"), launch=LaunchSpec(command="serve {port}"),
+                   expected_params="python3 expected_params.py {model_path}", model_loaders=["models/*.py"])
 
 
 def model_source(decoder: str = "model.mtp", head: str = "model.mtp", shared: str = "shared_expert",
