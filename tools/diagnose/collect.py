@@ -44,6 +44,7 @@ class Collector:
         seen = self._index.get(key)
         if seen is not None:
             self._merge_unit(seen, failure.facts.get("unit"))
+            self._merge_target(seen, failure.facts.get("target"))
             return
         if failure.kind == "unknown":
             if self._unknown >= MAX_UNKNOWN:
@@ -63,6 +64,15 @@ class Collector:
         units = seen.facts.setdefault("units", [u for u in [seen.facts.get("unit")] if u])
         if unit not in units and len(units) < MAX_UNITS:
             units.append(unit)
+
+    @staticmethod
+    def _merge_target(seen: Failure, target: str | None) -> None:
+        """hipcc repeats an error once per --offload-arch: keep every target it failed for."""
+        if not target or target == seen.facts.get("target"):
+            return
+        targets = seen.facts.setdefault("targets", [t for t in [seen.facts.get("target")] if t])
+        if target not in targets:
+            targets.append(target)
 
     def add_compile(self, diag: CompilerDiagnostic) -> None:
         """A compiler/linker diagnostic, classified."""

@@ -85,3 +85,12 @@ def test_docker_and_ci_prefixes_and_colours_are_peeled():
     failures = diagnose_text(log)
     assert [(f.kind, f.file, f.symbol) for f in failures] == [
         ("fp8_type", "/r/csrc/x.cu", "__nv_fp8_e4m3"), ("warp_intrinsic", "/r/csrc/y.cu", "__ldcs")]
+
+
+def test_one_error_per_offload_arch_is_one_failure_with_every_target():
+    block = ("/r/csrc/q.cu:5:3: error: unknown type name '__nv_fp8_e4m3'\n    5 |   __nv_fp8_e4m3 v;\n      |   ^\n"
+             "1 error generated when compiling for {arch}.\n")
+    failures = diagnose_text(block.format(arch="gfx942") + block.format(arch="gfx950"))
+    assert len(failures) == 1
+    assert failures[0].facts["target"] == "gfx942"
+    assert failures[0].facts["targets"] == ["gfx942", "gfx950"]
