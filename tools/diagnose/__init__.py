@@ -18,7 +18,7 @@ from tools.diagnose.compile import CompileParser
 from tools.diagnose.lines import DiagnoseError, iter_file_lines, iter_text_lines
 from tools.diagnose.python import bare_exception_failure, is_wrapper, traceback_failures
 from tools.diagnose.python_facts import weight_line
-from tools.diagnose.runtime import looks_like_error, match_runtime
+from tools.diagnose.runtime import WORTH_A_LOOK, looks_like_error, match_runtime
 from tools.diagnose.traceback import PyTraceback, TracebackParser
 from tools.records import Failure
 
@@ -80,7 +80,7 @@ class _Diagnoser:
         text = line.strip()
         if not text:
             return
-        if self._weight_line(text):
+        if self._weight_line(text) or not WORTH_A_LOOK.search(text):
             return
         failure = bare_exception_failure(text) or self._runtime(text)
         if failure is None and looks_like_error(text):

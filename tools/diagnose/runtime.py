@@ -90,3 +90,7 @@ NOT_AN_ERROR = re.compile(r"(?:0 errors?|no errors?|error_rate|errors=0|ignore_e
 def looks_like_error(line: str) -> bool:
     """True for lines a user would read as a failure."""
     return bool(LOOKS_LIKE_ERROR.search(line)) and not NOT_AN_ERROR.search(line)
+
+
+# One search decides whether a line no parser claimed deserves the rule table at all.
+WORTH_A_LOOK = re.compile(f"(?:{_HINT.pattern})|(?:{LOOKS_LIKE_ERROR.pattern})")
