@@ -198,7 +198,9 @@ def plan_rules(loader: LoaderFile, names: list[str], expected: dict) -> list[Pre
     try:
         rules = _derive(names, expected, site)
     except RemapError as exc:
-        raise Decline(f"{loader.rel}: {exc}") from exc
+        runtime = (f" ({', '.join(site.runtime_mappings)} is built at run time and cannot be replayed "
+                   f"statically; its names may explain the rest)") if site.runtime_mappings else ""
+        raise Decline(f"{loader.rel}: {exc}{runtime}") from exc
     if not rules:
         raise Decline("checkpoint names already match the expected params through the loader's stacked "
                       "mapping: the failure is not a name mismatch")

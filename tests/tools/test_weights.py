@@ -257,6 +257,7 @@ def test_loader_source_reads_the_sglang_shape_without_importing():
     assert site.class_name == "GlmForCausalLM" and LOADER_SRC.splitlines()[site.class_start - 1].startswith("@")
     assert site.name_var == "tensor_name" and site.skip == ["rotary_emb.inv_freq"]
     assert site.mappings == [(".qkv_proj", ".q_proj"), (".gate_up_proj", ".gate_proj")]
+    assert site.runtime_mappings == ["expert_params_mapping"]
     assert LOADER_SRC.splitlines()[site.body_line - 1].strip().startswith("if ")
     rules = read_remap_table(LOADER_SRC)  # file order, as the loader applies it: first match wins
     assert [r.checkpoint for r in rules] == ["model.layers.61", "model.layers.61.mlp.shared_experts"]

@@ -33,6 +33,8 @@ class LoaderSite:
     """(param_name, shard_name) pairs of the stacked/fused mapping literals, in source order."""
     skip: list[str] = field(default_factory=list)
     """Substrings whose names the loop skips."""
+    runtime_mappings: list[str] = field(default_factory=list)
+    """Mapping variables built at run time (e.g. FusedMoE.make_expert_params_mapping): not replayable."""
 
 
 def _mapping_pairs(node: ast.AST) -> list[tuple[str, str]]:
@@ -47,13 +49,18 @@ def _mapping_pairs(node: ast.AST) -> list[tuple[str, str]]:
     return pairs
 
 
-def _mappings_in(func: ast.FunctionDef) -> list[tuple[str, str]]:
+def _mappings_in(func: ast.FunctionDef) -> tuple[list[tuple[str, str]], list[str]]:
+    """(pairs of the literal mappings, names of mappings computed at run time)."""
     pairs: list[tuple[str, str]] = []
+    runtime: list[str] = []
     for node in ast.walk(func):
-        if isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id.endswith("params_mapping") for t in node.targets):
-            pairs.extend(_mapping_pairs(node.value))
-    return pairs
+        targets = [t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)]
+        if isinstance(node, ast.Assign) and any(t.endswith("params_mapping") for t in targets):
+            found = _mapping_pairs(node.value)
+            pairs.extend(found)
+            if not found:
+                runtime.extend(t for t in targets if t.endswith("params_mapping"))
+    return pairs, runtime
 
 
 def _skips_in(loop: ast.For, var: str) -> list[str]:
@@ -97,8 +104,9 @@ def find_loader_sites(source: str) -> list[LoaderSite]:
             first = loop.body[0]
             indent = lines[first.lineno - 1][: first.col_offset]
             start = min([d.lineno for d in cls.decorator_list] + [cls.lineno])
+            pairs, runtime = _mappings_in(func)
             sites.append(LoaderSite(cls.name, start, loop.lineno, first.lineno, indent, var,
-                                    _mappings_in(func), _skips_in(loop, var)))
+                                    pairs, _skips_in(loop, var), runtime))
     return sites
 
 
