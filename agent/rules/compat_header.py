@@ -1,4 +1,9 @@
-"""The one per-repo compat header for warp-level differences: found if it exists, created once if not."""
+"""The one per-repo compat header for warp-level differences: found if it exists, created once if not,
+and extended with only the macros a fix needs (so every patch stays as small as it can be).
+
+On CUDA every macro expands to exactly the original intrinsic call, so the CUDA preprocessor output of
+the kernels is unchanged.
+"""
 from __future__ import annotations
 
 import os
@@ -6,76 +11,43 @@ import re
 from pathlib import Path
 
 from agent.rules.base import Workspace
-from agent.units import HEADER_EXTS, source_files
+from agent.units import HEADER_EXTS, include_graph, source_files
 
 COMPAT_NAME = "rocm_compat.h"
-MARKER = "WARP32_SHFL_XOR"
-"""A header defining this macro is a compat header this rule made (or one shaped like it)."""
-
-COMPAT_BODY = """\
-// Warp-level differences between CUDA and ROCm.
-// CUDA warps have 32 lanes; CDNA wavefronts (gfx9: MI200, MI300, MI355) have 64, RDNA 32.
-// WARP32_* keep 32-lane logical warps on every platform (for kernels written for 32 lanes);
-// WARP_* take the same arguments as the CUDA *_sync intrinsic and use the hardware warp.
-// On CUDA every macro expands to exactly the original intrinsic call.
-{warp_size}
-#ifdef USE_ROCM
-#include <hip/hip_runtime.h>
-
-// ROCm shuffles take no mask; their default width is the 64-lane wavefront, so 32-lane
-// kernels pass width 32 explicitly. Ballots and lane masks are 64-bit.
-#define WARP_FULL_MASK 0xffffffffffffffffULL
-#define WARP_SHFL(mask, ...) __shfl(__VA_ARGS__)
-#define WARP_SHFL_XOR(mask, ...) __shfl_xor(__VA_ARGS__)
-#define WARP_SHFL_UP(mask, ...) __shfl_up(__VA_ARGS__)
-#define WARP_SHFL_DOWN(mask, ...) __shfl_down(__VA_ARGS__)
-#define WARP32_SHFL(mask, var, src_lane) __shfl(var, src_lane, 32)
-#define WARP32_SHFL_XOR(mask, var, lane_mask) __shfl_xor(var, lane_mask, 32)
-#define WARP32_SHFL_UP(mask, var, delta) __shfl_up(var, delta, 32)
-#define WARP32_SHFL_DOWN(mask, var, delta) __shfl_down(var, delta, 32)
-#define WARP_BALLOT(mask, pred) __ballot(pred)
-#define WARP32_BALLOT(mask, pred) ((unsigned)(__ballot(pred) >> (__lane_id() & 32)))
-#define WARP_ANY(mask, pred) __any(pred)
-#define WARP32_ANY(mask, pred) (WARP32_BALLOT(mask, pred) != 0u)
-#define WARP_ALL(mask, pred) __all(pred)
-#define WARP32_ALL(mask, pred) (WARP32_BALLOT(mask, pred) == WARP32_BALLOT(mask, 1))
-#define WARP_ACTIVEMASK() __ballot(1)
-#define WARP32_ACTIVEMASK() WARP32_BALLOT(0, 1)
-#define WARP_SYNC(...) rocm_compat_syncwarp()
-#define COMPAT_LDG(ptr) (*(ptr))
+# name -> (ROCm definition, CUDA definition). WARP32_* keep 32-lane logical warps on ROCm;
+# WARP_* take the CUDA intrinsic's own arguments and use the hardware warp (64 lanes on CDNA).
+MACROS: dict[str, tuple[str, str]] = {
+    "WARP_FULL_MASK": ("0xffffffffffffffffULL", "0xffffffff"),
+    "WARP_SHFL(mask, ...)": ("__shfl(__VA_ARGS__)", "__shfl_sync(mask, __VA_ARGS__)"),
+    "WARP_SHFL_XOR(mask, ...)": ("__shfl_xor(__VA_ARGS__)", "__shfl_xor_sync(mask, __VA_ARGS__)"),
+    "WARP_SHFL_UP(mask, ...)": ("__shfl_up(__VA_ARGS__)", "__shfl_up_sync(mask, __VA_ARGS__)"),
+    "WARP_SHFL_DOWN(mask, ...)": ("__shfl_down(__VA_ARGS__)", "__shfl_down_sync(mask, __VA_ARGS__)"),
+    "WARP32_SHFL(mask, var, src_lane)": ("__shfl(var, src_lane, 32)", "__shfl_sync(mask, var, src_lane)"),
+    "WARP32_SHFL_XOR(mask, var, lane_mask)": ("__shfl_xor(var, lane_mask, 32)",
+                                              "__shfl_xor_sync(mask, var, lane_mask)"),
+    "WARP32_SHFL_UP(mask, var, delta)": ("__shfl_up(var, delta, 32)", "__shfl_up_sync(mask, var, delta)"),
+    "WARP32_SHFL_DOWN(mask, var, delta)": ("__shfl_down(var, delta, 32)", "__shfl_down_sync(mask, var, delta)"),
+    "WARP_BALLOT(mask, pred)": ("__ballot(pred)", "__ballot_sync(mask, pred)"),
+    "WARP32_BALLOT(mask, pred)": ("((unsigned)(__ballot(pred) >> (__lane_id() & 32)))", "__ballot_sync(mask, pred)"),
+    "WARP_ANY(mask, pred)": ("__any(pred)", "__any_sync(mask, pred)"),
+    "WARP32_ANY(mask, pred)": ("(WARP32_BALLOT(mask, pred) != 0u)", "__any_sync(mask, pred)"),
+    "WARP_ALL(mask, pred)": ("__all(pred)", "__all_sync(mask, pred)"),
+    "WARP32_ALL(mask, pred)": ("(WARP32_BALLOT(mask, pred) == WARP32_BALLOT(mask, 1))", "__all_sync(mask, pred)"),
+    "WARP_ACTIVEMASK()": ("__ballot(1)", "__activemask()"),
+    "WARP32_ACTIVEMASK()": ("WARP32_BALLOT(0, 1)", "__activemask()"),
+    "WARP_SYNC(...)": ("rocm_compat_syncwarp()", "__syncwarp(__VA_ARGS__)"),
+    "COMPAT_LDG(ptr)": ("(*(ptr))", "__ldg(ptr)"),
+}
+NEEDS = {"WARP32_ANY": ["WARP32_BALLOT"], "WARP32_ALL": ["WARP32_BALLOT"], "WARP32_ACTIVEMASK": ["WARP32_BALLOT"]}
+SYNCWARP_FN = """\
 // Wavefronts run in lockstep; what __syncwarp adds is memory ordering among the lanes.
-__device__ inline void rocm_compat_syncwarp() {{
+__device__ inline void rocm_compat_syncwarp() {
   __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
   __builtin_amdgcn_wave_barrier();
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
-}}
-#else
-#define WARP_FULL_MASK 0xffffffff
-#define WARP_SHFL(mask, ...) __shfl_sync(mask, __VA_ARGS__)
-#define WARP_SHFL_XOR(mask, ...) __shfl_xor_sync(mask, __VA_ARGS__)
-#define WARP_SHFL_UP(mask, ...) __shfl_up_sync(mask, __VA_ARGS__)
-#define WARP_SHFL_DOWN(mask, ...) __shfl_down_sync(mask, __VA_ARGS__)
-// CUDA's default shuffle width is its 32-lane warp, so the 32-lane forms are the plain calls.
-#define WARP32_SHFL(mask, var, src_lane) __shfl_sync(mask, var, src_lane)
-#define WARP32_SHFL_XOR(mask, var, lane_mask) __shfl_xor_sync(mask, var, lane_mask)
-#define WARP32_SHFL_UP(mask, var, delta) __shfl_up_sync(mask, var, delta)
-#define WARP32_SHFL_DOWN(mask, var, delta) __shfl_down_sync(mask, var, delta)
-#define WARP_BALLOT(mask, pred) __ballot_sync(mask, pred)
-#define WARP32_BALLOT(mask, pred) __ballot_sync(mask, pred)
-#define WARP_ANY(mask, pred) __any_sync(mask, pred)
-#define WARP32_ANY(mask, pred) __any_sync(mask, pred)
-#define WARP_ALL(mask, pred) __all_sync(mask, pred)
-#define WARP32_ALL(mask, pred) __all_sync(mask, pred)
-#define WARP_ACTIVEMASK() __activemask()
-#define WARP32_ACTIVEMASK() __activemask()
-#define WARP_SYNC(...) __syncwarp(__VA_ARGS__)
-#define COMPAT_LDG(ptr) __ldg(ptr)
-#endif
+}
 """
-NEW_HEADER = "// rocm_compat.h: CUDA/ROCm differences for this repo's kernels, in one place.\n" \
-             "#ifndef ROCM_COMPAT_H\n#define ROCM_COMPAT_H\n\n{body}\n#endif  // ROCM_COMPAT_H\n"
-
-WARP_SIZE_BLOCK = """
+WARP_SIZE_BLOCK = """\
 // The one source of truth for the hardware warp size (64 on CDNA, 32 on RDNA and CUDA).
 // The host pass of a ROCm build assumes CDNA (the data-centre GPUs).
 #ifndef WARP_SIZE
@@ -86,37 +58,35 @@ WARP_SIZE_BLOCK = """
 #endif
 #endif
 """
-_OTHER_WARP_SIZE = re.compile(r"^(?!\s*#\s*(?:define|ifndef|ifdef|undef)\s+WARP_SIZE\b).*\bWARP_SIZE\b", re.MULTILINE)
-
-
+NEW_HEADER = ("// rocm_compat.h: CUDA/ROCm differences for this repo's kernels, in one place.\n"
+              "#ifndef ROCM_COMPAT_H\n#define ROCM_COMPAT_H\n\n{body}\n#endif  // ROCM_COMPAT_H\n")
+_ANY_OURS = re.compile(r"#\s*define\s+(?:WARP32?_(?:SHFL|BALLOT|ANY|ALL|ACTIVEMASK|SYNC|FULL_MASK)\w*|COMPAT_LDG)\b")
 _SHUFFLE_OR_WARP = re.compile(r"__shfl|\bWARP_SIZE\b|warpSize")
-_ROCM_GUARD = re.compile(r"^\s*#\s*(?:ifdef|if\s+defined)\W+(?:USE_ROCM|__HIP_PLATFORM_AMD__|__HIPCC__)", re.MULTILINE)
+_ROCM_GUARD = re.compile(r"^\s*#\s*(?:ifdef|if\s+defined)\W+(?:USE_ROCM|__HIP_PLATFORM_AMD__|__HIPCC__)",
+                         re.MULTILINE)
+_OTHER_WARP_SIZE = re.compile(r"^(?!\s*#\s*(?:define|ifndef|ifdef|undef)\s+WARP_SIZE\b).*\bWARP_SIZE\b",
+                              re.MULTILINE)
 
 
-def _is_compat(text: str) -> bool:
-    """A repo header that already separates CUDA and ROCm warp code (a compat header of the repo's own)."""
-    return bool(_ROCM_GUARD.search(text) and _SHUFFLE_OR_WARP.search(text))
+def _name(signature: str) -> str:
+    return signature.split("(", 1)[0]
 
 
-def find_compat(ws: Workspace, file: str | None = None) -> tuple[str, bool] | None:
-    """The repo's compat header and whether it already has our WARP_* macros.
+def _defined(text: str) -> set[str]:
+    return set(re.findall(r"^\s*#\s*define\s+(\w+)", text, re.MULTILINE))
 
-    Ours first; else a ROCm-guarded warp header the file already includes; else one named *compat*."""
+
+def find_compat(ws: Workspace, file: str) -> str | None:
+    """The compat header: one with our macros; else a ROCm-guarded warp header the file includes;
+    else a ROCm-guarded warp header named *compat*."""
     headers = [rel for rel in source_files(ws.root) if rel.endswith(HEADER_EXTS)]
     for rel in headers:
-        if f"#define {MARKER}" in (ws.read(rel) or ""):
-            return rel, True
-    included = set()
-    if file:
-        from agent.units import include_graph
-        included = include_graph(ws.root).get(file, set())
-    for rel in sorted(included):
-        if rel.endswith(HEADER_EXTS) and _is_compat(ws.read(rel) or ""):
-            return rel, False
-    for rel in headers:
-        if "compat" in Path(rel).name.lower() and _is_compat(ws.read(rel) or ""):
-            return rel, False
-    return None
+        if _ANY_OURS.search(ws.read(rel) or ""):
+            return rel
+    is_compat = [rel for rel in headers if _ROCM_GUARD.search(t := ws.read(rel) or "") and _SHUFFLE_OR_WARP.search(t)]
+    included = include_graph(ws.root).get(file, set())
+    return next((r for r in is_compat if r in included), None) or \
+        next((r for r in is_compat if "compat" in Path(r).name.lower()), None)
 
 
 def compat_location(ws: Workspace, file: str) -> str:
@@ -130,37 +100,53 @@ def compat_location(ws: Workspace, file: str) -> str:
     return f"{parts[0]}/{COMPAT_NAME}" if len(parts) > 1 else COMPAT_NAME
 
 
-def compat_body(ws: Workspace) -> str:
-    """The macro block; it defines WARP_SIZE unless the repo already uses its own WARP_SIZE."""
-    repo_has_own = any(_OTHER_WARP_SIZE.search(ws.read(rel) or "") for rel in source_files(ws.root))
-    return COMPAT_BODY.format(warp_size="" if repo_has_own else WARP_SIZE_BLOCK)
+def block(names: list[str], header_text: str, with_warp_size: bool) -> str:
+    """The #ifdef USE_ROCM / #else block defining `names` (macro names), plus what they rely on."""
+    sigs = [s for s in MACROS if _name(s) in names]
+    out = [WARP_SIZE_BLOCK] if with_warp_size else []
+    if not sigs:
+        return "".join(out)
+    rocm = [f"#define {s} {MACROS[s][0]}\n" for s in sigs]
+    cuda = [f"#define {s} {MACROS[s][1]}\n" for s in sigs]
+    head = [] if "hip/hip_runtime.h" in header_text else ["#include <hip/hip_runtime.h>\n"]
+    fn = [SYNCWARP_FN] if "WARP_SYNC" in names and "rocm_compat_syncwarp" not in header_text else []
+    out += ["// Warp intrinsics as macros: WARP_* take the CUDA intrinsic's arguments and use the hardware warp\n",
+            "// (64 lanes on CDNA); WARP32_* keep 32-lane logical warps. On CUDA each is the original call.\n",
+            "#ifdef USE_ROCM\n", *head, *fn, *rocm, "#else\n", *cuda, "#endif\n"]
+    return "".join(out)
 
 
-def _append(text: str, body: str) -> str:
-    """The block added to an existing header: before its include guard's #endif, else at the end."""
+def _insert(text: str, body: str) -> str:
+    """`body` before the header's include-guard #endif, else at the end."""
     lines = text.rstrip("\n").splitlines(keepends=True)
-    block = "\n" + body
-    if lines and re.match(r"\s*#\s*endif", lines[-1]) and re.search(r"^\s*#\s*ifndef\s+\w+_H\w*\s*$",
-                                                                   text, re.MULTILINE):
-        return "".join(lines[:-1]).rstrip("\n") + "\n" + block + "\n" + lines[-1] + "\n"
-    return text.rstrip("\n") + "\n" + block
+    guarded = re.search(r"^\s*#\s*ifndef\s+\w+_H\w*\s*$", text, re.MULTILINE)
+    if lines and guarded and re.match(r"\s*#\s*endif", lines[-1]):
+        return "".join(lines[:-1]).rstrip("\n") + "\n\n" + body + "\n" + lines[-1] + "\n"
+    return text.rstrip("\n") + "\n\n" + body
 
 
-def plan_compat(ws: Workspace, file: str) -> tuple[str, tuple[str | None, str] | None]:
-    """(compat header path, its edit or None): reuse ours, extend the repo's own, or create one."""
-    found = find_compat(ws, file)
-    if found and found[1]:
-        return found[0], None
-    if found:
-        old = ws.read(found[0]) or ""
-        return found[0], (old, _append(old, compat_body(ws)))
-    rel = compat_location(ws, file)
-    return rel, (None, NEW_HEADER.format(body=compat_body(ws)))
+def plan_compat(ws: Workspace, file: str, needed: set[str]) -> tuple[str | None, tuple[str | None, str] | None]:
+    """(compat header path, its edit or None) so that every macro in `needed` (and WARP_SIZE if asked) exists.
+    The path is None when nothing is needed and the repo has no compat header (its own WARP_SIZE serves)."""
+    for name in list(needed):
+        needed.update(NEEDS.get(name, []))
+    rel = find_compat(ws, file)
+    old = ws.read(rel) if rel else None
+    defined = _defined(old or "")
+    repo_warp_size = "WARP_SIZE" in defined or any(_OTHER_WARP_SIZE.search(ws.read(r) or "")
+                                                   for r in source_files(ws.root))
+    with_warp_size = "WARP_SIZE" in needed and not repo_warp_size
+    missing = sorted(n for n in needed if n != "WARP_SIZE" and n not in defined)
+    if not missing and not with_warp_size:
+        return rel, None
+    body = block(missing, old or "", with_warp_size)
+    if rel is None:
+        return compat_location(ws, file), (None, NEW_HEADER.format(body=body))
+    return rel, (old, _insert(old, body))
 
 
 def already_included(ws: Workspace, file: str, compat: str) -> bool:
     """True when `file` already #includes the compat header (however the path is spelled)."""
-    from agent.units import include_graph
     return compat in include_graph(ws.root).get(file, set())
 
 

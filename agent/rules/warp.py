@@ -136,11 +136,11 @@ class WarpIntrinsicFixer:
         new, done = rewrite_calls(text, lanes32=model == "32")
         if not done:
             return None
-        compat, compat_edit = plan_compat(ws, rel)
+        needed = {d.split(" -> ")[1] for d in done}
+        compat, compat_edit = plan_compat(ws, rel, needed)
         edits: dict[str, tuple[str | None, str]] = {compat: compat_edit} if compat_edit else {}
-        spelling = include_spelling(compat, rel)
-        if not already_included(ws, rel, compat):
-            new = add_include(new, spelling)
+        if compat and not already_included(ws, rel, compat):
+            new = add_include(new, include_spelling(compat, rel))
         edits[rel] = (text, new)
         width = (f"written for 32-lane warps ({'; '.join(evidence)}): 32-lane forms pass width 32 on ROCm"
                  if model == "32" else "warpSize-generic: the hardware warp (64 lanes on CDNA) is kept")

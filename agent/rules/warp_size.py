@@ -96,11 +96,11 @@ class WarpSizeFixer:
             if skipped:
                 raise Decline(f"{rel}: warp-size literal inside a multi-line statement ({', '.join(skipped)})")
             return None
-        compat, compat_edit = plan_compat(ws, rel)
+        needed = {"WARP_SIZE"} | ({"WARP_FULL_MASK"} if "WARP_FULL_MASK" in new else set())
+        compat, compat_edit = plan_compat(ws, rel, needed)
         edits: dict[str, tuple[str | None, str]] = {compat: compat_edit} if compat_edit else {}
-        spelling = include_spelling(compat, rel)
-        if not already_included(ws, rel, compat):
-            new = add_include(new, spelling)
+        if compat and not already_included(ws, rel, compat):
+            new = add_include(new, include_spelling(compat, rel))
         edits[rel] = (text, new)
         return make_proposal(failure, self.family, edits, (
             f"{rel}: warp-size literals derived from WARP_SIZE in {compat} (64 on CDNA, 32 on CUDA and RDNA); "

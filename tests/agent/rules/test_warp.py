@@ -38,6 +38,7 @@ def test_32_lane_kernel_gets_warp32_macros_and_one_compat_header(git_repo):
     assert "WARP32_BALLOT(WARP32_ACTIVEMASK(), v < 0.f)" in prop.diff and "+  WARP_SYNC();" in prop.diff
     assert '+#include "../rocm_compat.h"' in prop.diff
     assert "__shfl_xor(var, lane_mask, 32)" in prop.diff  # explicit width 32 on ROCm
+    assert "WARP_SHFL_DOWN" not in prop.diff  # only the macros this kernel needs
     assert "only proven by running the kernel" in prop.rationale
 
 
@@ -52,10 +53,12 @@ def test_warp_fix_compiles_everywhere_and_cuda_tokens_unchanged(git_repo, hipcc,
         tools = image_toolchains(root, rocm_image, arch)
         tools.cuda = None
         assert [c.ok for c in _compile(root, tools, "csrc/reduce/sum.cu")] == [True]
-    # The second kernel reuses the header: no second compat header, width kept as written.
+    # The second kernel reuses the header, adding only the macros it needs; width kept as written.
     fail2 = failure("warp_intrinsic", "csrc/bcast.cu", "__shfl_sync")
     prop2 = propose(root, fail2, "gfx90a")
-    assert prop2.files == ["csrc/bcast.cu"] and '+#include "rocm_compat.h"' in prop2.diff
+    assert prop2.files == ["csrc/bcast.cu", "csrc/rocm_compat.h"] and '+#include "rocm_compat.h"' in prop2.diff
+    assert prop2.diff.count("new file mode") == 0 and prop2.diff.count("+#define WARP_SHFL_DOWN(mask, ...)") == 2
+    assert "+#define WARP32_SHFL_XOR" not in prop2.diff
     assert "WARP_SHFL(0xffffffff, v, 0, warpSize)" in prop2.diff and "COMPAT_LDG(&x[0])" in prop2.diff
     assert "WARP_SHFL_DOWN(0xffffffff, v, 1)" in prop2.diff  # warpSize-generic: hardware width
     outcome2 = validate(root, host_toolchains(root), prop2, fail2)
