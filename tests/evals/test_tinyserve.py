@@ -148,6 +148,20 @@ except ValueError as exc:
     assert "not initialized from checkpoint: ['model.mtp.shared_head.norm.weight']" in out
 
 
+def test_mtp_head_predicts_from_the_loaded_weights(framework: Path, checkpoint: Path):
+    script = """
+import sys, numpy as np
+from tinyserve.model_loader import load_model
+from tinyserve.layers.attention import KVCache
+m = load_model(sys.argv[1])
+ids = np.array([72, 105, 33])
+hidden = m.forward(ids, 0, [KVCache() for _ in m.model.layers])
+logits = m.model.mtp(m.model.embed_tokens(ids), hidden, np.arange(3), KVCache())
+print(logits.shape, bool(np.isfinite(logits).all()), float(np.abs(logits).max()) > 0)
+"""
+    assert run_py(framework, "-c", script, str(checkpoint)).stdout.split() == ["(3,", "320)", "True", "True"]
+
+
 def test_mxfp4_round_trip_keeps_values_close(framework: Path):
     script = """
 import numpy as np
