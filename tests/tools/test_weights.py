@@ -265,3 +265,10 @@ def test_loader_source_reads_the_sglang_shape_without_importing():
     problems = check_rules(rules, [name], ["model.mtp.mlp.shared_expert.down_proj.weight"])
     assert problems and "not consumed" in problems[1]  # the general prefix shadows the specific one
     assert read_remap_table("x = 1\n") is None
+
+
+def test_remap_with_names_that_sort_between_a_module_and_its_children():
+    # "layers.1-b" sorts between "layers.1" and "layers.1.x": the name tree must still see both
+    ckpt = ["m.layers.1.x.weight", "m.layers.1-b.x.weight", "m.layers.2.x.weight", "m.layers.2.y.weight"]
+    expected = ["m.layers.1.x.weight", "m.layers.1-b.x.weight", "m.mtp.x.weight", "m.mtp.y.weight"]
+    assert [(r.checkpoint, r.framework) for r in derive_remap(ckpt, expected).rules] == [("m.layers.2", "m.mtp")]

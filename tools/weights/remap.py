@@ -10,6 +10,8 @@ names differently make the remap ambiguous, and nothing is proposed.
 """
 from __future__ import annotations
 
+import re
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +25,8 @@ KEEP_SOLUTIONS = 8
 # A tie this large is not a rename (e.g. every gate_proj vs every gate_up_proj): stop before pairing it.
 MAX_TIE_PAIRS = 4096
 INF = float("inf")
+# Characters that sort between a name and its '.'-children ('-' in "a.b-c"): they defeat subtree skipping.
+_ODD_CHARS = re.compile(r"[\x00-\x2d]")
 
 
 class RemapError(ValueError):
@@ -181,28 +185,40 @@ def _translate(t: Translation, name: Path_) -> Path_:
 class _Search:
     """Fewest translations placed on the checkpoint's name tree that realise every pairing."""
 
-    def __init__(self, names: list[Path_], unmatched: dict[Path_, tuple[Path_, set[Path_]]],
+    def __init__(self, names: list[str], unmatched: dict[Path_, tuple[Path_, set[Path_]]],
                  expected: set[str], mappings: Sequence[tuple[str, str]]):
         # checkpoint name -> acceptable framework targets
         self.unmatched = {n: {".".join(e) for e in targets} for n, (_, targets) in unmatched.items()}
         self.expected, self.mappings = expected, mappings
-        self.children: dict[Path_, set[Path_]] = defaultdict(set)
-        self.is_name: set[Path_] = set(names)
+        self.is_name: set[str] = set(names)
+        # the name tree is walked only where unmatched names live; its children come from the sorted
+        # names by bisection, so 100k matched names cost one sort, not one walk each
+        self.sorted_names = sorted(names)
+        self.plain = not _ODD_CHARS.search(".".join(names))
         self.has_unmatched: set[Path_] = set()
         self.candidates: dict[Path_, dict[Translation, int]] = defaultdict(lambda: defaultdict(int))
-        for n, (forward, targets) in unmatched.items():
+        for n in unmatched:
             for i in range(len(n)):
                 self.has_unmatched.add(n[:i])
-        # the tree is only walked below nodes that hold unmatched names: build just that part
-        for n in names:
-            for i in range(len(n)):
-                if n[:i] not in self.has_unmatched:
-                    break
-                self.children[n[:i]].add(n[:i + 1])
         for n, (forward, targets) in unmatched.items():
             for e in targets:
                 if (t := _translation(n, forward, e)) is not None:
                     self.add_candidate(n, t)
+
+    @cache  # noqa: B019 - one search object per derivation, freed with it
+    def children(self, node: Path_) -> tuple[Path_, ...]:
+        """The next-level nodes under `node`, in sorted order."""
+        names, prefix = self.sorted_names, ".".join(node) + "." if node else ""
+        lo = bisect_left(names, prefix)
+        hi = bisect_left(names, prefix[:-1] + "/") if node else len(names)  # '/' sorts right after '.'
+        heads: set[str] = set()
+        i = lo
+        while i < hi:
+            head = names[i][len(prefix):].split(".", 1)[0]
+            heads.add(head)
+            # skip the head's whole subtree; only safe when no name has a character sorting before '.'
+            i = bisect_left(names, prefix + head + "/", i, hi) if self.plain else i + 1
+        return tuple(node + (h,) for h in sorted(heads))
 
     def add_candidate(self, name: Path_, t: Translation) -> None:
         for depth in range(len(t[0]), len(name)):
@@ -243,13 +259,13 @@ class _Search:
 
     def _subtree(self, node: Path_, t: Translation) -> tuple[float, list]:
         ties: tuple = ()
-        if node in self.is_name:
+        if ".".join(node) in self.is_name:
             if not self._leaf_ok(node, t):
                 return INF, []
             if len(self.unmatched.get(node, ())) > 1:
                 ties = ((node, _translate(t, node)),)
         total, combos = 0, [((), ties)]
-        for child in sorted(self.children.get(node, ())):
+        for child in self.children(node):
             cost, sols = self.solve(child, t)
             if cost == INF:
                 return INF, []
@@ -286,7 +302,7 @@ def derive_remap(checkpoint: Iterable[str], expected: Iterable[str],
     if orphans:
         raise RemapError(f"{len(orphans)} checkpoint tensors share no name suffix with any unloaded "
                          f"param (e.g. {', '.join(sorted(orphans)[:3])}); not a rename")
-    search = _Search([tuple(n.split(".")) for n in names], pairs, want, mappings)
+    search = _Search(names, pairs, want, mappings)
     cost, solutions = search.solve((), IDENTITY)
     if cost == INF:
         raise RemapError("no prefix remap maps every unmatched tensor to its counterpart")
