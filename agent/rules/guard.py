@@ -6,6 +6,8 @@ merged into it rather than getting a second guard.
 """
 from __future__ import annotations
 
+import re
+
 from agent.rules.cpp import GuardBlock, branches, guard_blocks, include_of, platform_of
 
 
@@ -26,9 +28,20 @@ def _runs(lines: list[str], targets: set[int]) -> list[tuple[int, int]]:
     return runs
 
 
+_INCLUDE_KIND = re.compile(r"\s*(?:$|#\s*(?:include|define|pragma)\b|//|/\*|\*|namespace\s+\w+\s*=|typedef\b|using\b)")
+
+
+def _include_block(lines: list[str], block: GuardBlock) -> bool:
+    """True for a guard that only selects headers (includes, aliases, typedefs), not code."""
+    inner = [ln for i, ln in enumerate(lines[block.start + 1:block.end], block.start + 1) if i != block.middle]
+    return all(_INCLUDE_KIND.match(ln) for ln in inner)
+
+
 def _adjacent(lines: list[str], blocks: list[GuardBlock], start: int, end: int) -> tuple[GuardBlock, str] | None:
-    """An existing guard block right before or right after the run (blank lines between allowed)."""
+    """An existing include guard block right before or right after the run (blank lines between allowed)."""
     for block in blocks:
+        if not _include_block(lines, block):
+            continue
         if block.end < start and all(not lines[j].strip() for j in range(block.end + 1, start)):
             return block, "after"
         if block.start > end and all(not lines[j].strip() for j in range(end + 1, block.start)):
