@@ -21,7 +21,7 @@ _MAX_HEAD = 64 * 1024
 # 64 KiB per read: a 256 KiB read buffer made each recvmsg ~3x dearer here (large allocations),
 # and a full read is simply followed by the next one.
 _READ_SIZE = 64 * 1024
-_FIRST_READ_SIZE = 1024
+_FIRST_READ_SIZE = 256
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux; Python does not export it
 _TIMESPEC = struct.Struct("qq")
 _MAX_ERROR_BODY = 2048

@@ -178,10 +178,14 @@ class SSEServer:
         for ev in events:
             is_content = bool(ev.get("choices")) and not (chat and ev["choices"][0]["delta"].get("role"))
             if is_content:
-                await asyncio.sleep(max(0.0, start + content * b.itl_s - time.perf_counter()))
+                # Chunk k goes out k * itl after the first one really went out: a late first token
+                # does not make the rest catch up, so TPOT never looks faster than itl.
+                base = seen.first_write or start
+                await asyncio.sleep(max(0.0, base + content * b.itl_s - time.perf_counter()))
                 content += 1
-                seen.first_write = seen.first_write or time.perf_counter()
             await self._write(writer, b"data: " + json.dumps(ev).encode() + b"\n\n", seen)
+            if is_content and not seen.first_write:
+                seen.first_write = time.perf_counter()  # just after the first token's bytes went out
         await self._write(writer, b"data: [DONE]\n\n", seen)
         if b.framing == "chunked":
             writer.write(b"0\r\n\r\n")

@@ -135,5 +135,5 @@ def test_a_blocked_client_still_records_when_the_first_token_arrived(sse_server)
     rec = run_async(one())
     assert rec.ok, rec.error
     seen = server.seen[-1]
-    assert abs(rec.first - seen.first_write) < 0.01        # not ~110 ms late
-    assert 0.035 <= rec.first - rec.start <= 0.055
+    assert abs(rec.first - seen.first_write) < 0.02        # not ~110 ms late
+    assert 0.035 <= rec.first - rec.start <= 0.1         # the loop was blocked until ~160 ms
