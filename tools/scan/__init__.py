@@ -11,6 +11,8 @@ What counts as guarded (decided here, tested in tests/tools/scan):
   and `#if !defined(__HIP_PLATFORM_AMD__)` regions are CUDA-only and correctly guarded: no finding,
   whether or not a ROCm branch exists. Macros the scanner cannot know (`#ifdef ENABLE_BF16`) do not
   hide a construct. `#if __CUDA_ARCH__ >= 800` is false on ROCm, so its `#else` is what ROCm compiles.
+- A header that is only ever included from CUDA-only branches (directly or through other such
+  headers) is CUDA-only: its constructs are not reported. A header nobody includes is scanned.
 - Comments and string literals never produce findings.
 - A CUDA name that the file or a header it includes defines for the ROCm build (a compat macro,
   typedef or `using`) is the project's own name and is not reported; nor is a "CUDA header" the

@@ -25,6 +25,7 @@ SKIP_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".t
                        ".eggs", "site-packages", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
 VENDORED_DIRS = frozenset({"third_party", "3rdparty", "third-party", "thirdparty", "vendor", "external"})
 _HEADER_KINDS = ("cuda_header", "cub", "cuda_std")
+_HEADER_SUFFIXES = (".h", ".hpp", ".hh", ".hxx", ".cuh", ".inl", ".ipp", ".tcc")
 PARALLEL_MIN_FILES = 200
 _CHUNK = 64
 
@@ -74,7 +75,7 @@ def discover(root: Path, *, include_vendored: bool = False) -> tuple[list[str], 
 
 
 _FIELDS = tuple(f.name for f in fields(Failure))
-_Packed = tuple[str, list[tuple], set[str], list[str], str | None]
+_Packed = tuple[str, list[tuple], set[str], list[str], list[str], str | None]
 
 
 def _scan_chunk(root: str, rels: list[str], hipify: bool) -> list[FileResult]:
@@ -85,12 +86,12 @@ def _scan_chunk_packed(root: str, rels: list[str], hipify: bool) -> list[_Packed
     """A worker's results as plain tuples: they pickle and unpickle about twice as fast as
     dataclasses, which matters when a big tree has tens of thousands of findings."""
     return [(r.path, [tuple(getattr(f, n) for n in _FIELDS) for f in r.findings], r.provides, r.includes,
-             r.note) for r in _scan_chunk(root, rels, hipify)]
+             r.cuda_includes, r.note) for r in _scan_chunk(root, rels, hipify)]
 
 
 def _unpack(packed: _Packed) -> FileResult:
-    path, findings, provides, includes, note = packed
-    return FileResult(path, [Failure(*values) for values in findings], provides, includes, note)
+    path, findings, provides, includes, cuda_includes, note = packed
+    return FileResult(path, [Failure(*values) for values in findings], provides, includes, cuda_includes, note)
 
 
 def _scan_all(root: Path, rels: list[str], hipify: bool, jobs: int) -> list[FileResult]:
@@ -145,6 +146,24 @@ class _IncludeGraph:
         return names
 
 
+    def rocm_reachable(self) -> set[str]:
+        """Files the ROCm build can compile: every source file and every header nobody includes,
+        plus what they include outside CUDA-only branches. A header reached only through
+        `#ifndef USE_ROCM` includes is CUDA-only, so its constructs need no ROCm guard."""
+        included = {t for r in self.results.values() for h in (*r.includes, *r.cuda_includes)
+                    for t in self.resolve(r.path, h)}
+        todo = [p for p in self.results if p not in included or not p.endswith(_HEADER_SUFFIXES)]
+        reached = set(todo)
+        while todo:
+            current = todo.pop()
+            for header in self.results[current].includes:
+                for target in self.resolve(current, header):
+                    if target not in reached:
+                        reached.add(target)
+                        todo.append(target)
+        return reached
+
+
 def _keep(f: Failure, graph: _IncludeGraph, hipify: bool) -> bool:
     if hipify and hipify_translates(f):
         return False
@@ -176,7 +195,9 @@ def scan_tree(path: str | Path, *, hipify: bool = False, jobs: int | None = None
     jobs = jobs if jobs is not None else min(len(os.sched_getaffinity(0)), 8)
     results = {r.path: r for r in _scan_all(root, rels, hipify, jobs)}
     graph = _IncludeGraph(results)
-    findings = [f for r in results.values() for f in r.findings if _keep(f, graph, hipify)]
+    reachable = graph.rocm_reachable()
+    findings = [f for r in results.values() if r.path in reachable for f in r.findings
+                if _keep(f, graph, hipify)]
     skipped = problems + [(r.path, r.note) for r in results.values() if r.note]
     return ScanReport(str(root), dedupe_signatures(findings), len(rels), sorted(skipped), hipify,
                       round(time.perf_counter() - started, 3))

@@ -39,6 +39,8 @@ class FileResult:
     """CUDA-named identifiers the file defines for the ROCm build (compat aliases, helpers)."""
     includes: list[str] = field(default_factory=list)
     """Headers it includes in code the ROCm build compiles."""
+    cuda_includes: list[str] = field(default_factory=list)
+    """Headers it includes only where the ROCm build does not compile (`#ifndef USE_ROCM`)."""
     note: str | None = None
     """Why it was skipped or only partly scanned (binary, too large, unreadable, not Python)."""
 
@@ -77,6 +79,7 @@ def scan_source(rel: str, data: bytes, *, hipify: bool = False) -> FileResult:
     regions = walk(src.masked, src.raw, rocm_config(hipify), cuda_config())
     result.findings, result.provides = cpp_findings(src, regions)
     result.includes = [inc.header for inc in regions.includes if inc.rocm is not False]
+    result.cuda_includes = [inc.header for inc in regions.includes if inc.rocm is False]
     return result
 
 

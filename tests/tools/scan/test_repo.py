@@ -43,6 +43,27 @@ def test_compat_names_are_followed_through_nested_includes(tmp_path):
     assert scan_files(tmp_path, files) == []
 
 
+CUDA_ONLY_HEADER = "#pragma once\n#include <cuda_fp8.h>\n__device__ __nv_fp8_e4m3 q;\n"
+
+
+def test_a_header_included_only_from_cuda_branches_is_cuda_only(tmp_path):
+    files = {"csrc/hopper/fp8_impl.cuh": CUDA_ONLY_HEADER,
+             "csrc/hopper/chain.cuh": '#pragma once\n#include "fp8_impl.cuh"\n',
+             "csrc/k.cu": '#ifndef USE_ROCM\n#include "hopper/chain.cuh"\n#endif\n',
+             "csrc/j.cu": '#ifdef USE_ROCM\n#include <hip/hip_runtime.h>\n#else\n#include "hopper/fp8_impl.cuh"\n#endif\n'}
+    assert scan_files(tmp_path, files) == []
+
+
+def test_a_header_also_included_for_rocm_is_scanned(tmp_path):
+    files = {"csrc/fp8_impl.cuh": CUDA_ONLY_HEADER,
+             "csrc/k.cu": '#ifndef USE_ROCM\n#include "fp8_impl.cuh"\n#endif\n',
+             "csrc/j.cu": '#include "fp8_impl.cuh"\n',
+             "csrc/unused.cuh": CUDA_ONLY_HEADER}
+    assert sorted(summary(scan_files(tmp_path, files))) == [
+        ("cuda_header", "csrc/fp8_impl.cuh", 2, "cuda_fp8.h"), ("cuda_header", "csrc/unused.cuh", 2, "cuda_fp8.h"),
+        ("fp8_type", "csrc/fp8_impl.cuh", 3, "__nv_fp8_e4m3"), ("fp8_type", "csrc/unused.cuh", 3, "__nv_fp8_e4m3")]
+
+
 def test_a_project_helper_named_like_cuda_is_not_reported(tmp_path):
     text = ("inline void cudaCheckLastError(const char* where) {\n  (void)where;\n}\n"
             "void run() { cudaCheckLastError(\"run\"); }\n")
