@@ -1,33 +1,30 @@
-"""The per-connection protocol: HTTP/1.1 response framing and SSE events, parsed in place.
+"""One keep-alive connection: its socket, kernel-stamped reads, and HTTP/1.1 response framing.
 
 Correctness lives in the general path (any split of the head, chunk framing and events across
-reads; CRLF or LF events; comments; error events). Two fast paths cover what servers send in
+reads; the events themselves are tools/bench/sse.py's). Two fast paths cover what servers send in
 steady state and keep the client's CPU per chunk low: a read that is exactly one chunk holding one
-event, and reads whose events all carry per-chunk usage (one regex pass per read, no json).
+event (here), and reads whose events all carry per-chunk usage (one regex pass per read, no json;
+in sse.py).
 """
 from __future__ import annotations
 
 import asyncio
-import json
-import re
 import socket
 import struct
 import time
 from time import perf_counter
 
-_CT = b'"completion_tokens"'
-_CT_VALUES = re.compile(rb'"completion_tokens":\s*(\d+)')
+from tools.bench.sse import CT_VALUES, READ_SIZE, SSEEvents
+
 _MAX_HEAD = 64 * 1024
-# 64 KiB per read: a 256 KiB read buffer made each recvmsg ~3x dearer here (large allocations),
-# and a full read is simply followed by the next one.
-_READ_SIZE = 64 * 1024
 _FIRST_READ_SIZE = 256
+"""Until the first token: a read is stamped with its last packet, so a small read keeps TTFT exact."""
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux; Python does not export it
 _TIMESPEC = struct.Struct("qq")
 _MAX_ERROR_BODY = 2048
 
 
-class StreamConnection:
+class StreamConnection(SSEEvents):
     """One keep-alive connection; serves one request at a time.
 
     It reads its socket itself (recvmsg with SO_TIMESTAMPNS): each read is stamped with the kernel's
@@ -42,7 +39,7 @@ class StreamConnection:
         self.clean = False
         self.sending = False
         self.offset = time.time() - perf_counter()
-        self.read_size = _READ_SIZE
+        self.read_size = READ_SIZE
         self._recvmsg = sock.recvmsg
         loop.add_reader(sock.fileno(), self._readable)
 
@@ -96,7 +93,7 @@ class StreamConnection:
                     size = int(data[:i], 16)
                 except ValueError:
                     size = -1
-                m = _CT_VALUES.search(data, i + 2) if size == n - i - 4 else None
+                m = CT_VALUES.search(data, i + 2) if size == n - i - 4 else None
                 if m is not None:
                     c = int(m.group(1))
                     self.last_block = data
@@ -104,7 +101,7 @@ class StreamConnection:
                         rec = self.rec
                         if not rec.first:
                             rec.first = now
-                            self.read_size = _READ_SIZE
+                            self.read_size = READ_SIZE
                         rec.arrivals.append(now)
                         rec.chunks.append(1)
                         rec.tokens.append(c - self.cum)
@@ -279,123 +276,3 @@ class StreamConnection:
                 break
             self.left = size
         return out[0] if len(out) == 1 else b"".join(out)
-
-    # -- SSE --------------------------------------------------------------------------------------
-    def _sse(self, payload: bytes, now: float) -> None:
-        buf = self.sse_buf + payload if self.sse_buf else payload
-        if self.crlf_events or b"\r" in payload:
-            self.crlf_events = True
-            buf = buf.replace(b"\r\n", b"\n")
-        cut = buf.rfind(b"\n\n")
-        if cut < 0:
-            self.sse_buf = buf
-            return
-        self.sse_buf = buf[cut + 2:]
-        self._events(buf[:cut], now)
-
-    def _events(self, block: bytes, now: float) -> None:
-        """Handle complete events (separated by blank lines) that arrived at `now`."""
-        cum = self.cum
-        n_events = block.count(b"\n\n") + 1
-        if self.fast is not False and block.count(_CT) == n_events:
-            # Every event carries cumulative usage: count tokens and chunks without parsing json.
-            self.fast = True
-            self.last_block = block
-            m = _CT_VALUES.search(block, block.rfind(_CT))
-            grown = int(m.group(1)) - cum if m else -1
-            if grown == n_events:  # one new token per event: no per-event work at all
-                chunks = tokens = grown
-                cum += grown
-            else:
-                chunks = tokens = 0
-                for v in _CT_VALUES.findall(block):
-                    c = int(v)
-                    if c > cum:
-                        chunks += 1
-                        tokens += c - cum
-                        cum = c
-        else:
-            chunks, tokens, cum = self._each_event(block, cum)
-            if self.rec is None:
-                return
-        self.cum = cum
-        if chunks:
-            rec = self.rec
-            if not rec.first:
-                rec.first = now
-                self.read_size = _READ_SIZE
-            rec.arrivals.append(now)
-            rec.chunks.append(chunks)
-            rec.tokens.append(tokens)
-
-    def _each_event(self, block: bytes, cum: int) -> tuple[int, int, int]:
-        """Event by event: usage-bearing ones cheaply, the rest ([DONE], errors, no usage) in full."""
-        chunks = tokens = 0
-        for ev in block.split(b"\n\n"):
-            m = _CT_VALUES.search(ev) if self.fast is not False else None
-            if m is not None:
-                self.fast = True
-                self.last_block = ev
-                c = int(m.group(1))
-                if c > cum:
-                    chunks += 1
-                    tokens += c - cum
-                    cum = c
-                continue
-            k = self._slow_event(ev)
-            if self.rec is None:
-                break
-            chunks += k
-            tokens += k
-        return chunks, tokens, cum
-
-    def _slow_event(self, ev: bytes) -> int:
-        """Parse one event in full; returns 1 for a content chunk, 0 otherwise."""
-        data = b"\n".join(line[5:].lstrip(b" ") for line in ev.split(b"\n") if line.startswith(b"data:"))
-        if not data:
-            return 0  # comments (": ping"), event:/id: lines
-        if data.strip() == b"[DONE]":
-            self.done_seen = True
-            return 0
-        try:
-            obj = json.loads(data)
-        except ValueError:
-            self._fail(f"malformed SSE event: {data[:120]!r}")
-            return 0
-        if not isinstance(obj, dict):
-            return 0
-        if obj.get("error") and not obj.get("choices"):
-            err = obj["error"]
-            msg = err.get("message", err) if isinstance(err, dict) else err
-            self._fail(f"server error event: {str(msg)[:300]}")
-            return 0
-        if obj.get("usage"):
-            self.rec.usage = obj["usage"]
-        choices = obj.get("choices") or []
-        if not choices:
-            return 0
-        self.fast = False
-        self.rec.tokens_exact = False
-        ch = choices[0]
-        if "delta" in ch:  # chat: a role-only chunk is not a token
-            delta = ch.get("delta") or {}
-            return 1 if (delta.get("content") or delta.get("reasoning_content")) else 0
-        return 1
-
-    def _final_usage(self) -> None:
-        """Parse the usage of the last event that carried one (the final usage block)."""
-        blk = self.last_block
-        k = blk.rfind(_CT)
-        if k < 0:
-            return
-        s = blk.rfind(b"data:", 0, k)
-        e = blk.find(b"\n\n", k)
-        raw = blk[s + 5:e if e >= 0 else len(blk)].strip()
-        if raw.endswith(b"\r\n"):
-            raw = raw[:-2]
-        try:
-            usage = json.loads(raw).get("usage")
-        except (ValueError, AttributeError):
-            return
-        if isinstance(usage, dict):
-            self.rec.usage = usage
