@@ -104,6 +104,14 @@ def test_a_hipifying_profile_hides_only_what_hipify_translates(tmp_path):
     assert {f.symbol for f in scan_repo(root, hipify=True)} == hipified
 
 
+@pytest.mark.parametrize("name,hipifies", [("sglang", True), ("vllm", True), ("tinyserve", False)])
+def test_bundled_profiles_by_name(tmp_path, name, hipifies):
+    root = write(tmp_path / "repo", HIPIFY_TREE)
+    symbols = {f.symbol for f in scan_repo(root, profile=name)}
+    assert ("cuda_runtime.h" not in symbols) is hipifies
+    assert "__shfl_xor_sync" in symbols
+
+
 def test_bad_profile_is_a_one_line_scan_error(tmp_path):
     with pytest.raises(ScanError, match="no profile 'nonesuch'"):
         scan_repo(tmp_path, profile="nonesuch")
