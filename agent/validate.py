@@ -196,6 +196,8 @@ class Validator:
             checks += self._hip(units, failure)
             if self.tools.cuda is not None:
                 checks += self._nvcc(units, proposal.diff)
+            elif units:  # say so in the evidence rather than imply the CUDA side was checked
+                checks.append(CheckResult(name="cuda checks", ok=True, detail="skipped: no nvcc on this machine"))
         except BaseException:
             revert_diff(self.root, proposal.diff)
             raise

@@ -86,3 +86,14 @@ def test_profile_templates_without_language_still_preprocess_headers(git_repo, n
     tools = Toolchains.from_profile(LocalSandbox(root), LocalSandbox(root), "gfx942", load_profile("tinyserve"))
     tokens = Validator(root, tools).preprocess(["csrc/compat.h", "csrc/k.cu"])
     assert isinstance(tokens["csrc/compat.h"], list) and tokens["csrc/k.cu"][-5:] == ["int", "a", "=", "1", ";"]
+
+
+def test_without_nvcc_the_evidence_says_cuda_was_not_checked(git_repo, hipcc):
+    root = git_repo({"k.cu": KERNEL})
+    guarded = KERNEL.replace("#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n",
+                             "#ifdef USE_ROCM\n#include <hip/hip_runtime.h>\n#include <hip/hip_fp16.h>\n#else\n"
+                             "#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#endif\n")
+    tools = Toolchains(hip=LocalSandbox(root), arch="gfx90a", extra_env={"HIP_PLATFORM": "amd"})
+    outcome = Validator(root, tools).validate(_proposal(root, guarded), _fail("cuda_runtime.h"))
+    assert outcome.kept
+    assert [(c.name, c.detail) for c in outcome.checks][-1] == ("cuda checks", "skipped: no nvcc on this machine")
