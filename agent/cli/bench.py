@@ -70,6 +70,9 @@ def bench(
     seed: int = typer.Option(None, "--seed", help="Prompt seed; default: a fresh one per run (recorded in "
                              "the JSON), so a rerun never hits the cache of the previous one."),
     vocab_size: int = typer.Option(None, "--vocab-size", help="Token ids are drawn below this."),
+    extra_body: str = typer.Option(None, "--extra-body", help="JSON object merged into every request body, "
+                                   "e.g. '{\"stream_options\": {\"include_usage\": true}}' for a server that "
+                                   "rejects continuous_usage_stats."),
     output: Path = typer.Option(None, "--output", help="Write the result JSON here."),
     as_json: bool = typer.Option(False, "--json", help="Print the result JSON instead of the table."),
 ) -> None:
@@ -80,7 +83,8 @@ def bench(
         raise fail("give --base-url URL and --model NAME (or use `rocport bench compare A.json B.json`)")
     try:
         wl = _workload(isl, osl, preset_name, num_prompts, prefix_hit, prefix_groups, seed, vocab_size)
-        cfg = BenchConfig(base_url=base_url, model=model, workload=wl, endpoint=endpoint,
+        extra = _extra_body(extra_body)
+        cfg = BenchConfig(extra_body=extra, base_url=base_url, model=model, workload=wl, endpoint=endpoint,
                           max_concurrency=max_concurrency, request_rate=request_rate, warmup=warmup,
                           prime_rounds=prime_rounds, single_stream=single_stream, slo_ttft_ms=slo_ttft_ms,
                           slo_tpot_ms=slo_tpot_ms, timeout_s=timeout, max_failure_rate=max_failure_rate)
@@ -97,6 +101,18 @@ def bench(
             typer.echo(f"result written to {output}")
     if not result.valid:
         raise typer.Exit(1)
+
+
+def _extra_body(text: str | None) -> dict:
+    if not text:
+        return {}
+    try:
+        extra = json.loads(text)
+    except ValueError as exc:
+        raise WorkloadError(f"--extra-body is not JSON ({exc}); give an object like '{{\"top_k\": 1}}'") from None
+    if not isinstance(extra, dict):
+        raise WorkloadError("--extra-body must be a JSON object, e.g. '{\"top_k\": 1}'")
+    return extra
 
 
 def _f(v, fmt: str = "{:,.2f}") -> str:

@@ -42,7 +42,8 @@ class BenchConfig:
                 "max_concurrency": self.max_concurrency, "request_rate": rate, "warmup": self.warmup,
                 "prime_rounds": self.prime_rounds, "single_stream": self.single_stream,
                 "slo_ttft_ms": self.slo_ttft_ms, "slo_tpot_ms": self.slo_tpot_ms,
-                "timeout_s": self.timeout_s, "max_failure_rate": self.max_failure_rate}
+                "timeout_s": self.timeout_s, "max_failure_rate": self.max_failure_rate,
+                "extra_body": self.extra_body}
 
 
 @dataclass

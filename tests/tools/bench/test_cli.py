@@ -60,6 +60,8 @@ def test_user_mistakes_are_one_line_errors(sse_server):
          "cannot connect to http://127.0.0.1:9"),
         (["bench", "--base-url", "ftp://x", "--model", "m", "--isl", "4", "--osl", "2"], "--base-url must look like"),
         (["bench", "compare", "/nonexistent/a.json", "/nonexistent/b.json"], "does not exist"),
+        (["bench", "--base-url", "http://127.0.0.1:9", "--model", "m", "--isl", "4", "--osl", "2",
+          "--extra-body", "{nope"], "--extra-body is not JSON"),
         (["bench", "--base-url", server.url, "--model", "m", "--isl", "4", "--osl", "2"],
          "all 1 warmup requests failed; first error: HTTP 500"),
     ]

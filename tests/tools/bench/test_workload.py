@@ -69,3 +69,10 @@ def test_bad_workloads_say_what_to_change(kw, says):
 def test_unknown_preset_lists_the_known_ones():
     with pytest.raises(WorkloadError, match="glm52-mi355x"):
         preset("nope")
+
+
+def test_extra_body_overrides_request_fields():
+    plan = build_plan(Workload(isl=8, osl=4, num_prompts=1), "m",
+                      extra_body={"stream_options": {"include_usage": True}, "top_k": 1})
+    body = json.loads(plan.measured[0].body)
+    assert body["stream_options"] == {"include_usage": True} and body["top_k"] == 1
