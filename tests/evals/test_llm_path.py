@@ -1,0 +1,25 @@
+"""The LLM path on the fixture framework: a fault no rule covers (inline PTX lop3 in the MoE gate) is
+fixed through the ScriptedModel's tool calls inside a real port, in the ROCm container, and proven by
+the same checks as a rule patch (hipcc and nvcc unit compiles, CUDA -E identity, the rebuild)."""
+from agent.llm import ScriptedModel
+from evals.runner import run_task
+from evals.taskdefs import load_task
+
+ASM = '  asm("lop3.b32 %0, %1, %2, %3, 0xFC;" : "=r"(out) : "r"(mask), "r"(bits), "r"(0u));\n'
+SCRIPT = [
+    [("grep", {"pattern": "lop3", "glob": "csrc/*"})],
+    [("read_file", {"path": "csrc/moe_gate.cu", "start_line": 1, "end_line": 20})],
+    [("propose_edit", {"path": "csrc/moe_gate.cu", "search": ASM,
+                       "replace": f"#ifdef USE_ROCM\n  out = mask | bits;  // LOP3 truth table 0xFC is a | b\n#else\n{ASM}#endif\n"})],
+    [("finish", {"rationale": "LOP3 with truth table 0xFC computes mask | bits; AMDGPU has no PTX, so ROCm "
+                              "uses the plain expression and CUDA keeps its instruction."})],
+]
+
+
+def test_scripted_llm_fixes_inline_ptx_in_a_real_port(tmp_path, rocm_image, nvcc):
+    model = ScriptedModel(list(SCRIPT))
+    run = run_task(load_task("inline_ptx_moe_gate"), "rules+llm", tmp_path, model=model)
+    assert run.resolved, run.reason
+    assert run.llm_tokens > 0 and run.builds == 2 and run.launches == 1 and run.patches_kept == 1
+    assert len(model.seen) == len(SCRIPT)  # the model was asked exactly as scripted, no more
+    assert "invalid instruction" in model.seen[0][1]["content"]  # the context pack carried the compiler error
