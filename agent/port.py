@@ -10,6 +10,7 @@ from langgraph.types import Command
 
 from agent.config import JobError, PortJob, job_to_yaml, load_job
 from agent.graph import build_graph
+from agent.llm import LLMError
 from agent.nodes.env import RunEnv
 from agent.observer import Observer, Sink
 from agent.profiles import Profile, load_profile
@@ -17,6 +18,7 @@ from agent.proposer import Proposer, RulesProposer, llm_proposer_for
 from agent.rundir import RunDir, new_run_id
 from agent.state import PortState
 from agent.store import RunStore, open_checkpointer
+from sandboxes.base import SandboxError
 
 
 class PortError(RuntimeError):
@@ -98,6 +100,11 @@ def _drive(job: PortJob, profile: Profile, rundir: RunDir, store: RunStore, obse
     config = {"configurable": {"thread_id": rundir.run_id}, "recursion_limit": 500}
     try:
         out = graph.invoke(graph_input, config)
+    except (SandboxError, LLMError) as exc:  # the user can fix these (image, daemon, endpoint), then resume
+        store.update(rundir.run_id, status="failed", reason=str(exc))
+        observer.emit("error", error=str(exc))
+        raise PortError(f"run {rundir.run_id} stopped: {exc}; fix that, then continue with "
+                        f"`rocport port --resume {rundir.run_id}`") from exc
     except Exception as exc:  # a node failed: record it, keep the checkpoint so --resume can retry
         store.update(rundir.run_id, status="failed", reason=f"{type(exc).__name__}: {exc}")
         observer.emit("error", error=f"{type(exc).__name__}: {exc}")

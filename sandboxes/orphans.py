@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import socket
 
-from docker.errors import DockerException, NotFound
+from docker.errors import APIError, DockerException, NotFound
 
 LABEL_OWNER = "rocport.owner"
 LABEL_OWNER_START = "rocport.owner_start"
@@ -72,5 +72,9 @@ def cleanup_orphans(client=None) -> list[str]:
             container.remove(force=True)
         except NotFound:
             continue  # removed meanwhile by its owner or another cleanup
+        except APIError as exc:
+            if exc.status_code == 409:  # another rocport start is removing it right now
+                continue
+            raise
         removed.append(container.name)
     return removed

@@ -1,0 +1,175 @@
+"""Bad input through the real `rocport` entry point: one `rocport: error: ...` line, exit 2, no traceback.
+
+Each case is what a user meets: a malformed or misspelled YAML, a missing file, image or run, a closed
+LLM or server port, a binary log, a corrupt checkpoint. The error must say what was wrong and what to do.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.agent.portfixture import HEADER_FAULTS, make_job
+
+ROCPORT = [sys.executable, "-m", "agent.cli"]
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def rocport(home: Path, *args: str, cwd: Path | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
+    env = {**os.environ, "ROCPORT_HOME": str(home), "COLUMNS": "200"}
+    env.pop("OPENAI_BASE_URL", None)
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    return subprocess.run([*ROCPORT, *args], capture_output=True, text=True, env=env, cwd=cwd or home.parent,
+                          timeout=timeout, stdin=subprocess.DEVNULL, check=False)
+
+
+def one_line_error(result: subprocess.CompletedProcess, *needles: str, code: int = 2) -> str:
+    """The run ended with exactly one `rocport: error:` line containing every needle (case-insensitive)."""
+    out = result.stdout + result.stderr
+    assert "Traceback" not in out, out[-3000:]
+    assert result.returncode == code, out[-3000:]
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("rocport: error: "), result.stderr
+    for needle in needles:
+        assert needle.lower() in lines[0].lower(), lines[0]
+    return lines[0]
+
+
+def closed_port() -> int:
+    """A 127.0.0.1 port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    path = tmp_path / "home"
+    path.mkdir()
+    return path
+
+
+# --- job, sweep and profile files -------------------------------------------------------------------
+
+def test_port_malformed_job_yaml_names_file_and_line(tmp_path, home):
+    (tmp_path / "job.yaml").write_text("framework:\n  profile: tinyserve\n bad: [\n")
+    one_line_error(rocport(home, "port", "-c", "job.yaml"), "job.yaml", "line 3", "malformed YAML")
+
+
+def test_port_unknown_key_in_yaml_and_override(tmp_path, home):
+    (tmp_path / "job.yaml").write_text("framework:\n  profile: tinyserve\n  colour: red\n")
+    one_line_error(rocport(home, "port", "-c", "job.yaml"), "unknown key framework.colour", "line 3", "spelling")
+    one_line_error(rocport(home, "port", "-c", "framework.profile=tinyserve", "-c", "budget.builds=3"),
+                   "unknown key budget", "spelling")
+
+
+def test_port_missing_job_file_and_bad_value(home):
+    one_line_error(rocport(home, "port", "-c", "nope.yaml"), "nope.yaml", "not found")
+    one_line_error(rocport(home, "port", "-c", "framework.profile=tinyserve", "-c", "strategy=magic"), "strategy")
+
+
+def test_profile_malformed_unknown_or_missing(tmp_path, home):
+    (tmp_path / "prof.yaml").write_text("name: x\nbuild: [\n")
+    one_line_error(rocport(home, "port", "-c", "framework.profile=prof.yaml"), "prof.yaml", "malformed YAML")
+    one_line_error(rocport(home, "port", "-c", "framework.profile=nosuch"), "nosuch", "tinyserve")
+    one_line_error(rocport(home, "scan", str(tmp_path), "--profile", "prof.yaml"), "prof.yaml")
+
+
+def test_sweep_malformed_unknown_key_and_missing_file(tmp_path, home):
+    (tmp_path / "bad.yaml").write_text("name: x\nframeworks: [\n")
+    one_line_error(rocport(home, "sweep", "plan", "bad.yaml"), "bad.yaml", "malformed YAML")
+    example = (REPO_ROOT / "agent/sweep/examples/tinyserve-nightly.yaml").read_text()
+    (tmp_path / "typo.yaml").write_text(example + "colour: red\n")
+    one_line_error(rocport(home, "sweep", "plan", "typo.yaml"), "colour", "unknown key")
+    for sub in ("plan", "run", "report"):
+        one_line_error(rocport(home, "sweep", sub, "nosweep.yaml"), "nosweep.yaml")
+
+
+# --- missing things: runs, images, files, tasks ---------------------------------------------------
+
+@pytest.mark.parametrize("args", [["report", "nosuchrun"], ["pr", "nosuchrun"], ["port", "--resume", "nosuchrun"],
+                                  ["report", "../../etc"]])
+def test_missing_run_id(home, args):
+    one_line_error(rocport(home, *args), "runs")
+
+
+def test_runs_with_no_runs_says_how_to_start(home):
+    result = rocport(home, "runs")
+    assert result.returncode == 0 and "rocport port -c job.yaml" in result.stdout
+
+
+def test_port_missing_image_stops_resumable_with_run_id(tmp_path, home, git_repo, docker_daemon):
+    repo = git_repo(HEADER_FAULTS)
+    job = make_job(tmp_path, repo, "sandbox.backend=docker", "target.image=nope:1")
+    line = one_line_error(rocport(home, "port", *[a for s in job for a in ("-c", s)]), "nope:1", "docker pull")
+    run_id = line.split("--resume ")[1].strip("` ")
+    assert (home / "runs" / run_id / "job.yaml").is_file()
+    listed = rocport(home, "runs")
+    assert run_id in listed.stdout and "failed" in listed.stdout
+
+
+def test_image_check_missing_image_and_unknown_recipe(home, docker_daemon):
+    one_line_error(rocport(home, "image", "check", "nope:1"), "nope:1", "docker pull")
+    one_line_error(rocport(home, "image", "build", "9.9"), "9.9", "6.4")
+
+
+def test_missing_paths_and_tasks(tmp_path, home):
+    one_line_error(rocport(home, "scan", str(tmp_path / "absent")), "no such file")
+    one_line_error(rocport(home, "diagnose", "absent.log"), "absent.log", "not found")
+    one_line_error(rocport(home, "fix", str(tmp_path / "absent"), "--log", "x.log"), "not a directory")
+    one_line_error(rocport(home, "eval", "nosuchtask"), "nosuchtask", "glm52_mi355x")
+    one_line_error(rocport(home, "eval", "-s", "bogus"), "bogus", "rules+llm")
+    one_line_error(rocport(home, "demo", "--task", "nosuchtask"), "nosuchtask")
+
+
+# --- unreachable endpoints --------------------------------------------------------------------------
+
+def test_port_unreachable_llm_endpoint_stops_resumable(tmp_path, home, git_repo, hipcc):
+    repo = git_repo(HEADER_FAULTS)
+    job = make_job(tmp_path, repo, f"llm.base_url=http://127.0.0.1:{closed_port()}/v1", "llm.model=x",
+                   "strategy=llm")
+    line = one_line_error(rocport(home, "port", *[a for s in job for a in ("-c", s)]),
+                          "cannot reach the LLM endpoint", "--resume")
+    run_id = line.split("--resume ")[1].strip("` ")
+    # Resuming with the endpoint still down stops the same way: the run is still there to continue.
+    one_line_error(rocport(home, "port", "--resume", run_id), "cannot reach the LLM endpoint", run_id)
+
+
+def test_bench_closed_port_and_bad_inputs(tmp_path, home):
+    url = f"http://127.0.0.1:{closed_port()}"
+    one_line_error(rocport(home, "bench", "--base-url", url, "--model", "x", "--num-prompts", "2", "--isl", "8",
+                           "--osl", "2"), "cannot connect", "server running")
+    one_line_error(rocport(home, "bench", "--base-url", url, "--model", "x", "--preset", "nosuch"),
+                   "nosuch", "glm52-mi355x")
+    (tmp_path / "bad.json").write_text("{")
+    one_line_error(rocport(home, "bench", "compare", "bad.json", "bad.json"), "bad.json", "not JSON")
+    one_line_error(rocport(home, "bench", "compare", "a.json", "b.json"), "a.json")
+
+
+# --- unparseable logs, corrupt checkpoints ----------------------------------------------------------
+
+def test_binary_log_for_diagnose_and_fix(tmp_path, home, git_repo):
+    (tmp_path / "bin.log").write_bytes(bytes(range(256)) * 16)
+    one_line_error(rocport(home, "diagnose", "bin.log"), "bin.log", "binary")
+    repo = git_repo(HEADER_FAULTS)
+    one_line_error(rocport(home, "fix", str(repo), "--log", str(tmp_path / "bin.log")), "binary")
+
+
+def test_weights_corrupt_checkpoint(tmp_path, home):
+    trunc = tmp_path / "trunc"
+    trunc.mkdir()
+    (trunc / "model.safetensors").write_bytes((64).to_bytes(8, "little") + b'{"a":')
+    one_line_error(rocport(home, "weights", "trunc"), "model.safetensors", "truncated", "re-download")
+    huge = tmp_path / "huge"
+    huge.mkdir()
+    (huge / "model.safetensors").write_bytes((1 << 60).to_bytes(8, "little") + b"{}")
+    one_line_error(rocport(home, "weights", "huge"), "model.safetensors")
+    index = tmp_path / "index"
+    index.mkdir()
+    (index / "model.safetensors.index.json").write_text('{"weight_map": {')
+    one_line_error(rocport(home, "weights", "index"), "index.json", "not valid JSON", "re-download")
+    one_line_error(rocport(home, "weights", "absent"), "absent", "safetensors")
