@@ -3,7 +3,10 @@
 The checkpoint's tensor names (safetensors index, no tensor data) and the framework's expected
 parameter names give the smallest consistent prefix remap (tools.weights.remap); it goes into the
 model file as a module-level table plus one line at the top of the `for name, loaded_weight in
-weights:` loop. Validation replays the patched table over the checkpoint index.
+weights:` loop. When load_weights already renames through a table of its own (`name =
+self.remap_checkpoint_name(name)` reading MTP_SUBMODULES), only the entries that table lacks are added
+(agent.rules.loader_remap): the one-line fix a maintainer merges. Validation replays the patched
+table over the checkpoint index.
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.rules.base import Decline, Workspace, make_proposal, register
+from agent.rules.loader_remap import TableFix, derive_rules, remap_problems, replay_table, table_fix
 from sandboxes.local import LocalSandbox
 from tools.records import CheckResult, Failure, Proposal
 from tools.weights import (
@@ -23,12 +27,8 @@ from tools.weights import (
     CheckpointError,
     PrefixRule,
     RemapError,
-    apply_rules,
-    check_rules,
-    derive_remap,
     expected_from_hook,
     load_checkpoint,
-    stacked_name,
 )
 from tools.weights.loader_source import (
     REMAP_FUNCTION,
@@ -38,10 +38,10 @@ from tools.weights.loader_source import (
     read_remap_table,
     remap_block,
 )
+from tools.weights.loader_table import find_loader_table, insert_entries
 
 FAMILY = "weight_names"
 HOOK_TIMEOUT_S = 600
-QUANT_SUFFIXES = (".weight_scale", ".weight_scale_inv", ".weight_scale_2", ".input_scale")
 _FRAME = re.compile(r'File "(?P<path>[^"]+\.py)", line \d+')
 
 
@@ -161,33 +161,6 @@ def with_remap(text: str, site: LoaderSite, rules: list[PrefixRule], layout: str
     return "".join(lines[:site.class_start - 1]) + block + "\n\n" + "".join(lines[site.class_start - 1:])
 
 
-def quant_artifacts(rules: list[PrefixRule], names: list[str], expected: dict, site: LoaderSite) -> set[str]:
-    """Expected scale params the checkpoint cannot provide because their module is stored unquantized.
-
-    While an exclusion list names a module by its checkpoint name, the framework builds it quantized and
-    expects `weight_scale`s the bf16 checkpoint module never had; the quant_exclusion fix removes them.
-    """
-    want = set(expected)
-    produced = {stacked_name(apply_rules(n, rules), site.mappings, want) for n in names}
-    loaded_modules = {p.rsplit(".", 1)[0] for p in produced if p.endswith(".weight")}
-    return {e for e in want - produced if e.endswith(QUANT_SUFFIXES) and e.rsplit(".", 1)[0] in loaded_modules}
-
-
-def _derive(names: list[str], expected: dict, site: LoaderSite) -> list[PrefixRule]:
-    try:
-        return derive_remap(names, expected, site.mappings, site.skip).rules
-    except RemapError as exc:
-        want = set(expected)
-        produced = {stacked_name(n, site.mappings, want) for n in names}
-        scales = {e for e in want - produced if e.endswith(QUANT_SUFFIXES)}
-        if exc.ambiguous or not scales:
-            raise
-        rules = derive_remap(names, want, site.mappings, site.skip, optional=scales).rules
-        if remap_problems(rules, names, expected, site):
-            raise
-        return rules
-
-
 def plan_rules(loader: LoaderFile, names: list[str], expected: dict) -> list[PrefixRule] | None:
     """The rules to write, or None when the file's existing table already loads every tensor."""
     site = loader.site
@@ -196,7 +169,7 @@ def plan_rules(loader: LoaderFile, names: list[str], expected: dict) -> list[Pre
     if existing is not None and call_present and not remap_problems(existing, names, expected, site):
         return None
     try:
-        rules = _derive(names, expected, site)
+        rules = derive_rules(names, expected, site)
     except RemapError as exc:
         runtime = (f" ({', '.join(site.runtime_mappings)} is built at run time and cannot be replayed "
                    f"statically; its names may explain the rest)") if site.runtime_mappings else ""
@@ -205,12 +178,6 @@ def plan_rules(loader: LoaderFile, names: list[str], expected: dict) -> list[Pre
         raise Decline("checkpoint names already match the expected params through the loader's stacked "
                       "mapping: the failure is not a name mismatch")
     return rules
-
-
-def remap_problems(rules: list[PrefixRule], names: list[str], expected: dict, site: LoaderSite) -> list[str]:
-    """check_rules, tolerating scale params that only exist because an exclusion is not yet remapped."""
-    want = set(expected) - quant_artifacts(rules, names, expected, site)
-    return check_rules(rules, names, want, site.mappings, site.skip)
 
 
 class WeightNameFixer:
@@ -225,6 +192,10 @@ class WeightNameFixer:
         ckpt = read_checkpoint(ws)
         expected = expected_params_for(ws)
         loader = find_loader(failure, ws, ckpt)
+        if read_remap_table(loader.text) is None:
+            fix = table_fix(loader.text, loader.site, ckpt.names, expected)
+            if fix is not None:
+                return self._table_entries(failure, loader, fix, len(ckpt.names), len(expected))
         rules = plan_rules(loader, ckpt.names, expected)
         if rules is None:
             return None
@@ -237,6 +208,23 @@ class WeightNameFixer:
                      f"{len(expected)} expected params, only from names unmatched on both sides; with the "
                      f"loader's stacked mapping ({stacked}) every expected param is produced and no tensor "
                      f"is dropped. The table is module-level with one rename line at the top of the loop.")
+        return make_proposal(failure, self.family, {loader.rel: (loader.text, new)}, rationale)
+
+    def _table_entries(self, failure: Failure, loader: LoaderFile, fix: TableFix, tensors: int,
+                       params: int) -> Proposal | None:
+        """The entries the loader's own table lacks, added to it (None when it lacks none)."""
+        if not fix.entries:
+            return None
+        new = insert_entries(loader.text, find_loader_table(loader.text, loader.site), fix.entries)
+        t, p = fix.pattern.checkpoint, fix.pattern.framework
+        added = "; ".join(f"({a!r}, {b!r}): {t}{a}.* -> {p}{b}.*" for a, b in fix.entries)
+        rationale = (f"{loader.rel}: {loader.site.class_name}.load_weights already renames checkpoint names "
+                     f"through {fix.table.function}(), which reads the table {fix.table.table}; its entries "
+                     f"map {t}<a>.* to {p}<b>.*. After that table, checkpoint tensors remain that load into no "
+                     f"registered param; the one missing entry pattern is added: {added}. Replayed over the "
+                     f"checkpoint index ({tensors} tensors) with the function's fallback, every one of the "
+                     f"{params} expected params is produced and no tensor is dropped. Everything else that goes "
+                     f"through {fix.table.function}() (e.g. quantization exclusions) gets the same fix.")
         return make_proposal(failure, self.family, {loader.rel: (loader.text, new)}, rationale)
 
     def check(self, proposal: Proposal, ws: Workspace) -> CheckResult:
@@ -268,11 +256,15 @@ def check_remap(proposal: Proposal, ws: Workspace) -> CheckResult:
     except (ValueError, Decline) as exc:
         return CheckResult("weight_remap", False, str(exc), duration_s=time.monotonic() - start)
     for rel, text in sources.items():
-        rules = read_remap_table(text)
         sites = find_loader_sites(text)
-        if rules is None or not sites:
+        if not sites:
             continue
         site = sites[0]
+        rules = read_remap_table(text)
+        if rules is None:  # no table of rocport's: the loader's own table, as patched
+            rules = replay_table(text, site, ckpt.names, expected)
+        if rules is None:
+            continue
         problems = remap_problems(rules, ckpt.names, expected, site)
         ok = not problems
         detail = (f"{rel}: {len(ckpt.names)} checkpoint tensors -> all {len(expected)} expected params"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,9 @@ import pytest
 
 from agent.profiles import load_profile
 from agent.rules import Workspace, propose_for
+from agent.rules.quant_exclusion import QuantExclusionFixer
 from agent.rules.weight_names import WeightNameFixer, check_remap
+from evals.taskdefs import load_task, materialize
 from tests.agent.rules.weights_fixture import MODEL_REL, profile, repo_files, run_load, write_checkpoint
 from tools.diagnose import diagnose_text
 from tools.patching import apply_diff
@@ -134,3 +137,74 @@ def test_tinyserve_mtp_name_and_exclusion_faults_fixed_end_to_end(git_repo, tmp_
         fixed.append(failure.kind)
     assert done.returncode == 0, done.stderr
     assert fixed == ["weight_name", "quant_exclusion"]
+
+
+def _glm52(tmp_path, exclusion_fault: bool = True):
+    """The flagship task's starting point (optionally without its exclusion fault), its checkpoint and load."""
+    task = load_task("glm52_mi355x")
+    if not exclusion_fault:
+        task = task.model_copy(update={"patches": [p for p in task.patches if "quant_exclusion" not in p]})
+    repo = materialize(task, tmp_path / "repo")
+    ckpt = tmp_path / "ckpt"
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    subprocess.run(task.checkpoint_command(str(ckpt)), shell=True, cwd=repo, env=env, check=True,
+                   capture_output=True)
+    profile = load_profile("tinyserve")
+
+    def load() -> subprocess.CompletedProcess:  # the profile's load_check, as the agent runs it
+        return subprocess.run(profile.load_check.format(model_path=ckpt), shell=True, cwd=repo, env=env,
+                              capture_output=True, text=True, check=False, timeout=300)
+
+    return repo, Workspace(root=repo, profile=profile, checkpoint=ckpt), load
+
+
+def _diagnose(done: subprocess.CompletedProcess, repo: Path) -> Failure:
+    assert done.returncode != 0, done.stdout
+    return diagnose_text(done.stderr, repo_root=repo, source="python")[0]
+
+
+def _changed(diff: str, sign: str) -> list[str]:
+    return [line for line in diff.splitlines() if line.startswith(sign) and not line.startswith(sign * 3)]
+
+
+def test_glm52_flagship_name_fix_is_the_missing_entry_of_the_loaders_table(tmp_path):
+    repo, ws, load = _glm52(tmp_path)
+    failure = _diagnose(load(), repo)
+    assert failure.kind == "weight_name"
+    result = propose_for(failure, ws)
+    assert len(result.proposals) == 1, result.declines
+    names = result.proposals[0]
+    assert _changed(names.diff, "+") == ['+    ("mlp.shared_experts", "shared_experts"),']
+    assert _changed(names.diff, "-") == [] and " MTP_SUBMODULES = (" in names.diff
+    assert WeightNameFixer().check(names, ws).ok
+    apply_diff(repo, names.diff)
+
+    # this task also drops the exclusions' remap: the exclusion fix reuses the loader's rename method
+    failure = _diagnose(load(), repo)
+    assert failure.kind == "quant_exclusion"
+    result = propose_for(failure, ws)
+    assert len(result.proposals) == 1, result.declines
+    exclusions = result.proposals[0]
+    assert "+        quant_config = _with_framework_exclusions(quant_config, self.remap_checkpoint_name)" \
+        in exclusions.diff
+    assert "_CHECKPOINT_NAME_REMAP" not in exclusions.diff and _changed(exclusions.diff, "-") == []
+    assert QuantExclusionFixer().check(exclusions, ws).ok
+    apply_diff(repo, exclusions.diff)
+    done = load()
+    assert done.returncode == 0, done.stderr
+    assert WeightNameFixer().propose(failure, ws) is None and QuantExclusionFixer().propose(failure, ws) is None
+
+
+def test_glm52_one_line_name_fix_also_fixes_the_exclusions_that_share_its_remap(tmp_path):
+    repo, ws, load = _glm52(tmp_path, exclusion_fault=False)
+    failure = _diagnose(load(), repo)
+    asked_anyway = Failure(kind="quant_exclusion", message="size mismatch", file="tinyserve/models/glm_moe.py")
+    result = propose_for(asked_anyway, ws)
+    assert result.proposals == [] and "exclusions already go through the loader's remap" in result.declines[0]
+
+    names = propose_for(failure, ws).proposals[0]
+    assert len(_changed(names.diff, "+")) == 1 and _changed(names.diff, "-") == []
+    apply_diff(repo, names.diff)
+    done = load()
+    assert done.returncode == 0, done.stderr  # the MTP shared experts load unquantized: exclusion fixed too
+    assert WeightNameFixer().propose(failure, ws) is None
