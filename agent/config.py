@@ -193,7 +193,10 @@ def _yaml_lines(text: str) -> dict[tuple[str, ...], int]:
 def _read_yaml(path: Path) -> tuple[dict, dict[tuple[str, ...], int]]:
     if not path.is_file():
         raise JobError(f"job file {path} not found: pass an existing YAML file or key=value")
-    text = path.read_text()
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError as exc:
+        raise JobError(f"{path}: not a text file (bytes that are not UTF-8): pass a job YAML") from exc
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:

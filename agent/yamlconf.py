@@ -40,7 +40,9 @@ def load_yaml_model(path: str | Path, model: type[M]) -> M:
     try:
         text = path.read_text()
     except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+        raise ConfigError(f"cannot read {path}: {exc.strerror}; pass the path of a YAML file") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not a text file (bytes that are not UTF-8): pass a YAML file") from exc
     try:
         node = yaml.compose(text)
         data = yaml.safe_load(text)
@@ -58,5 +60,6 @@ def load_yaml_model(path: str | Path, model: type[M]) -> M:
         line = _line_of(node, loc)
         key = ".".join(str(p) for p in loc)
         where = f"{path}:{line}" if line else str(path)
-        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        msg = {"extra_forbidden": "unknown key: check the spelling",
+               "missing": "missing key: add it"}.get(err["type"], err["msg"])
         raise ConfigError(f"{where}: {key}: {msg}") from exc

@@ -98,8 +98,13 @@ def load_profile(name_or_path: str) -> Profile:
                            f"or a path to a profile YAML")
     try:
         data = yaml.safe_load(path.read_text())
+    except UnicodeDecodeError as exc:
+        raise ProfileError(f"{path}: not a text file (bytes that are not UTF-8): pass a profile YAML") from exc
     except yaml.YAMLError as exc:
-        raise ProfileError(f"{path}: malformed YAML: {exc}".replace("\n", " ")) from exc
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "cannot parse"
+        raise ProfileError(f"{path}:{where}: malformed YAML: {problem}; fix the syntax") from exc
     try:
         return Profile.model_validate(data)
     except ValidationError as exc:

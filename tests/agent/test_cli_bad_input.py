@@ -74,7 +74,8 @@ def test_port_missing_job_file_and_bad_value(home):
 
 def test_profile_malformed_unknown_or_missing(tmp_path, home):
     (tmp_path / "prof.yaml").write_text("name: x\nbuild: [\n")
-    one_line_error(rocport(home, "port", "-c", "framework.profile=prof.yaml"), "prof.yaml", "malformed YAML")
+    one_line_error(rocport(home, "port", "-c", "framework.profile=prof.yaml"), "prof.yaml", "line 3",
+                   "malformed YAML", "fix the syntax")
     one_line_error(rocport(home, "port", "-c", "framework.profile=nosuch"), "nosuch", "tinyserve")
     one_line_error(rocport(home, "scan", str(tmp_path), "--profile", "prof.yaml"), "prof.yaml")
 
@@ -84,9 +85,17 @@ def test_sweep_malformed_unknown_key_and_missing_file(tmp_path, home):
     one_line_error(rocport(home, "sweep", "plan", "bad.yaml"), "bad.yaml", "malformed YAML")
     example = (REPO_ROOT / "agent/sweep/examples/tinyserve-nightly.yaml").read_text()
     (tmp_path / "typo.yaml").write_text(example + "colour: red\n")
-    one_line_error(rocport(home, "sweep", "plan", "typo.yaml"), "colour", "unknown key")
+    one_line_error(rocport(home, "sweep", "plan", "typo.yaml"), "colour", "unknown key", "spelling")
     for sub in ("plan", "run", "report"):
-        one_line_error(rocport(home, "sweep", sub, "nosweep.yaml"), "nosweep.yaml")
+        one_line_error(rocport(home, "sweep", sub, "nosweep.yaml"), "nosweep.yaml", "pass the path")
+
+
+def test_binary_file_given_as_yaml(tmp_path, home):
+    (tmp_path / "blob.yaml").write_bytes(bytes(range(128, 256)) * 8)
+    one_line_error(rocport(home, "port", "-c", "blob.yaml"), "blob.yaml", "not a text file")
+    one_line_error(rocport(home, "port", "-c", f"framework.profile={tmp_path / 'blob.yaml'}"), "not a text file")
+    one_line_error(rocport(home, "scan", str(tmp_path), "--profile", str(tmp_path / "blob.yaml")), "not a text file")
+    one_line_error(rocport(home, "sweep", "plan", "blob.yaml"), "blob.yaml", "not a text file")
 
 
 # --- missing things: runs, images, files, tasks ---------------------------------------------------

@@ -40,7 +40,7 @@ def test_unknown_key_names_key_and_line(tmp_path):
     f.write_text(SWEEP.replace("    refs: [main@nightly, v1]", "    refz: [main]"))
     with pytest.raises(ConfigError) as info:
         load_yaml_model(f, SweepSpec)
-    assert str(info.value) == f"{f}:5: frameworks.0.refz: unknown key"
+    assert str(info.value) == f"{f}:5: frameworks.0.refz: unknown key: check the spelling"
 
 
 def test_bad_value_and_malformed_yaml_are_one_line(tmp_path):
