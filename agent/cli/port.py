@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
 import typer
 from rich.console import Console
@@ -10,7 +11,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 
 from agent.cli.app import app, fail
-from agent.config import JobError, load_job
+from agent.config import JobError, PortJob, load_job
 from agent.nodes.checkout import CheckoutError
 from agent.observer import JsonlSink, RichProgress
 from agent.port import PortError, PortResult, resume_port, start_port
@@ -40,6 +41,25 @@ def _summary(result: PortResult, console: Console) -> None:
     console.print(f"run id: {result.run_id}")
 
 
+def _check_checkpoint(job: PortJob) -> None:
+    """Read the checkpoint's safetensors headers before any build: a corrupt shard or index is the user's
+    to fix (re-download), and finding it here costs milliseconds instead of a build and a load check."""
+    from tools.weights.checkpoint import CheckpointError, load_checkpoint
+
+    path = Path(job.model.path) if job.model.path else None
+    if path is None:
+        return
+    if not path.exists():
+        raise fail(f"model.path {path} does not exist: point it at the checkpoint directory (config.json + "
+                   f"safetensors), or drop model.path to build only")
+    if path.is_dir() and not any(path.glob("*.safetensors")) and not any(path.glob("*.safetensors.index.json")):
+        return  # another format (e.g. .bin): the framework's own load check judges it
+    try:
+        load_checkpoint(path)
+    except CheckpointError as exc:
+        raise fail(f"model.path: {exc}") from exc
+
+
 @app.command()
 def port(
     config: list[str] = typer.Option([], "-c", "--config", help="A job YAML file or a dotted key=value override; "
@@ -65,7 +85,9 @@ def port(
                 progress.__enter__()
             try:
                 if resume is None:
-                    result = start_port(load_job(config), sinks=sinks, review=review)
+                    job = load_job(config)
+                    _check_checkpoint(job)
+                    result = start_port(job, sinks=sinks, review=review)
                 else:
                     result = resume_port(resume, sinks=sinks, review=review, answer=answer)
             finally:

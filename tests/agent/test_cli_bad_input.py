@@ -182,3 +182,18 @@ def test_weights_corrupt_checkpoint(tmp_path, home):
     (index / "model.safetensors.index.json").write_text('{"weight_map": {')
     one_line_error(rocport(home, "weights", "index"), "index.json", "not valid JSON", "re-download")
     one_line_error(rocport(home, "weights", "absent"), "absent", "safetensors")
+
+
+def test_port_corrupt_or_missing_checkpoint_stops_before_any_build(tmp_path, home, git_repo):
+    repo = git_repo(HEADER_FAULTS)
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "config.json").write_text("{}")
+    (ckpt / "model-00001-of-00001.safetensors").write_bytes((120).to_bytes(8, "little") + b'{"w": {"dtype"')
+    job = [a for s in make_job(tmp_path, repo, f"model.path={ckpt}") for a in ("-c", s)]
+    one_line_error(rocport(home, "port", *job), "model-00001-of-00001.safetensors", "truncated", "re-download")
+    (ckpt / "model.safetensors.index.json").write_text('{"weight_map": ')
+    one_line_error(rocport(home, "port", *job), "index.json", "re-download")
+    job = [a for s in make_job(tmp_path, repo, f"model.path={tmp_path / 'absent'}") for a in ("-c", s)]
+    one_line_error(rocport(home, "port", *job), "absent", "does not exist")
+    assert not (home / "runs").is_dir() or not any((home / "runs").iterdir())  # nothing was started
