@@ -34,7 +34,10 @@ def _git(repo: Path, *args: str, env: dict | None = None) -> str:
     proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True,
                           env={**os.environ, **(env or {})})
     if proc.returncode != 0:
-        raise PRError(f"git {args[0]} failed in {repo}: {proc.stderr.strip().splitlines()[-1:]}")
+        lines = proc.stderr.strip().splitlines()
+        # git's own fatal/error line says what went wrong; its last line is often only advice
+        said = next((ln for ln in lines if ln.startswith(("fatal:", "error:"))), lines[-1] if lines else "")
+        raise PRError(f"git {args[0]} failed in {repo}: {said or f'exit {proc.returncode}'}")
     return proc.stdout.strip()
 
 
@@ -80,7 +83,10 @@ def build_pr(view: RunView, *, author: str | None = None) -> PullRequest:
 
 def push(view: RunView, pr: PullRequest, remote: str) -> str:
     repo = Path(view.state.get("repo_dir") or view.path / "repo")
-    _git(repo, "push", "-q", "--force", remote, f"{pr.branch}:{pr.branch}")
+    try:
+        _git(repo, "push", "-q", "--force", remote, f"{pr.branch}:{pr.branch}")
+    except PRError as exc:
+        raise PRError(f"{exc}; check the remote name (git -C {repo} remote -v) and your access") from exc
     return f"pushed {pr.branch} to {remote}"
 
 

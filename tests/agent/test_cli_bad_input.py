@@ -19,9 +19,12 @@ ROCPORT = [sys.executable, "-m", "agent.cli"]
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def rocport(home: Path, *args: str, cwd: Path | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
+def rocport(home: Path, *args: str, cwd: Path | None = None, timeout: int = 300,
+            extra_env: dict | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "ROCPORT_HOME": str(home), "COLUMNS": "200"}
-    env.pop("OPENAI_BASE_URL", None)
+    for name in ("OPENAI_BASE_URL", "GITHUB_TOKEN"):
+        env.pop(name, None)
+    env.update(extra_env or {})
     env["PYTHONPATH"] = str(REPO_ROOT)
     return subprocess.run([*ROCPORT, *args], capture_output=True, text=True, env=env, cwd=cwd or home.parent,
                           timeout=timeout, stdin=subprocess.DEVNULL, check=False)
@@ -197,3 +200,24 @@ def test_port_corrupt_or_missing_checkpoint_stops_before_any_build(tmp_path, hom
     job = [a for s in make_job(tmp_path, repo, f"model.path={tmp_path / 'absent'}") for a in ("-c", s)]
     one_line_error(rocport(home, "port", *job), "absent", "does not exist")
     assert not (home / "runs").is_dir() or not any((home / "runs").iterdir())  # nothing was started
+
+
+def test_pr_bad_remote_token_endpoint_or_author_keeps_the_patches(tmp_path, home, git_repo, hipcc, nvcc):
+    repo = git_repo(HEADER_FAULTS)
+    job = [a for s in make_job(tmp_path, repo, "strategy=rules") for a in ("-c", s)]
+    ported = rocport(home, "port", *job)
+    assert ported.returncode == 0, ported.stderr[-2000:]
+    run_id = ported.stderr.split("run id: ")[1].split()[0]
+    one_line_error(rocport(home, "pr", run_id, "--push", "nosuchremote"), "nosuchremote", "remote -v")
+    one_line_error(rocport(home, "pr", run_id, "--open"), "--repo OWNER/NAME")
+    one_line_error(rocport(home, "pr", run_id, "--open", "--repo", "o/n"), "GITHUB_TOKEN")
+    line = one_line_error(rocport(home, "pr", run_id, "--open", "--repo", "o/n", "--api-url",
+                                  f"http://127.0.0.1:{closed_port()}/api/v3",
+                                  extra_env={"GITHUB_TOKEN": "ghp-test-token"}), "cannot reach", "--api-url")
+    assert "ghp-test-token" not in line
+    one_line_error(rocport(home, "pr", run_id, "--author", "no email"), "Name <email>")
+    # Nothing was lost: the PR branch still holds one commit per kept patch, and the run reports.
+    ok = rocport(home, "pr", run_id)
+    assert ok.returncode == 0 and "1 commit(s)" in ok.stdout, ok.stdout + ok.stderr
+    assert rocport(home, "report", run_id, "--html").returncode == 0
+    assert (home / "runs" / run_id / "report.html").is_file()
