@@ -25,7 +25,8 @@ INTRINSICS = {
 NO_HIP_EQUIVALENT = ("__match_any_sync", "__match_all_sync", "__reduce_add_sync", "__reduce_min_sync",
                      "__reduce_max_sync", "__reduce_and_sync", "__reduce_or_sync", "__reduce_xor_sync")
 _CALL = re.compile(r"\b(" + "|".join(re.escape(n) for n in INTRINSICS) + r")\s*\(")
-_GENERIC = re.compile(r"\b(warpSize|WARP_SIZE)\b")
+# CUB_WARP_THREADS is CUB's name for the hardware warp size: a kernel sized by it follows the hardware warp.
+_GENERIC = re.compile(r"\b(warpSize|WARP_SIZE|(?:HIP)?CUB_(?:PTX_)?WARP_THREADS)\b")
 _LANES32 = [
     (re.compile(r"for\s*\(\s*(?:int|unsigned)?\s*\w+\s*=\s*16\s*;"), "shuffle offsets start at 16"),
     (re.compile(r"%\s*32\b"), "`% 32` lane arithmetic"),
@@ -38,7 +39,8 @@ _LANES32 = [
 
 def lane_model(text: str) -> tuple[str, list[str]]:
     """How a kernel treats a warp: '32' (32-lane arithmetic, or no use of warpSize), 'generic'
-    (warpSize only) or 'mixed' (both: ambiguous); with the 32-lane evidence found.
+    (warpSize, WARP_SIZE or CUB's warp size only) or 'mixed' (both: ambiguous); with the 32-lane
+    evidence found.
     Only what the ROCm build compiles counts (CUDA-only branches are ignored)."""
     lines = text.splitlines()
     text = "\n".join(ln for ln, st in zip(lines, branches(lines)) if platform_of(st) != "cuda")

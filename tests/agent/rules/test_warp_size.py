@@ -12,6 +12,40 @@ MIXED = """__global__ void lane_sums(const float* x, float* out) {
   if (lane == 0 && first == 0) out[threadIdx.x / 32] = v;
 }
 """
+# A repo whose compat header is already the one warp-size source of truth, and a gate that sizes its
+# warps with CUB's macro (undeclared under hipCUB) and derives lanes with literal masks.
+COMPAT = """#pragma once
+#ifdef USE_ROCM
+#include <hip/hip_runtime.h>
+#define WARP_SIZE 64
+#define SHFL_XOR(v, m) __shfl_xor((v), (m), WARP_SIZE)
+#else
+#include <cuda_runtime.h>
+#define WARP_SIZE 32
+#define SHFL_XOR(v, m) __shfl_xor_sync(0xffffffffu, (v), (m))
+#endif
+"""
+GATE = """#include "compat.h"
+
+#ifdef USE_ROCM
+#include <hipcub/hipcub.hpp>
+namespace cub = hipcub;
+#else
+#include <cub/cub.cuh>
+#endif
+
+constexpr int kWarpThreads = CUB_WARP_THREADS(0);
+
+__global__ void gate(const float* x, float* out) {
+  const int warp = blockIdx.x * (blockDim.x / kWarpThreads) + (threadIdx.x >> 5);
+  const int lane = threadIdx.x & 0x1f;
+  float v = x[threadIdx.x];
+  for (int o = WARP_SIZE / 2; o > 0; o >>= 1) v += SHFL_XOR(v, o);
+  if (lane == 0) out[warp] = v;
+}
+
+void launch(const float* x, float* out, int warps) { gate<<<warps, kWarpThreads>>>(x, out); }
+"""
 LANES32 = """__global__ void k(float* x) {
   int lane = threadIdx.x % 32;
   x[lane] = 0.f;
@@ -49,3 +83,46 @@ def test_32_lane_kernel_keeps_its_literals(git_repo):
     root = git_repo({"k.cu": LANES32})
     assert "32-lane" in declines(root, failure("warp_size", "k.cu", "% 32"))[0]
     assert "HIPCUB_WARP_THREADS" in declines(root, failure("warp_size", "k.cu", "CUB_WARP_THREADS"))[0]
+
+
+def test_cub_warp_threads_and_lane_masks_follow_the_repo_warp_size(git_repo, nvcc, rocm_image):
+    root = git_repo({"csrc/compat.h": COMPAT, "csrc/gate.cu": GATE})
+    fail = failure("warp_size", "csrc/gate.cu", "CUB_WARP_THREADS",
+                   "csrc/gate.cu:10:30: error: use of undeclared identifier 'CUB_WARP_THREADS'")
+    fail.line = 10
+    prop = propose(root, fail)
+    assert prop.files == ["csrc/gate.cu"]  # the repo's WARP_SIZE serves: no new header, no new include
+    assert ("+#ifdef USE_ROCM\n+constexpr int kWarpThreads = WARP_SIZE;\n+#else\n"
+            " constexpr int kWarpThreads = CUB_WARP_THREADS(0);\n+#endif\n") in prop.diff
+    # Both lane lines in one ROCm block; the CUDA lines stay as written in the #else branch.
+    assert ("+#ifdef USE_ROCM\n"
+            "+  const int warp = blockIdx.x * (blockDim.x / kWarpThreads) + (threadIdx.x / WARP_SIZE);\n"
+            "+  const int lane = threadIdx.x & (WARP_SIZE - 1);\n+#else\n"
+            "   const int warp = blockIdx.x * (blockDim.x / kWarpThreads) + (threadIdx.x >> 5);\n"
+            "   const int lane = threadIdx.x & 0x1f;\n+#endif\n") in prop.diff
+    outcome = validate(root, image_toolchains(root, rocm_image, "gfx942"), prop, fail)
+    assert outcome.kept, outcome.reason
+    checks = {c.name: (c.ok, c.detail) for c in outcome.checks}
+    assert checks["cuda -E identity csrc/gate.cu"][0]  # CUDA sees exactly the tokens it saw before
+    assert checks["hipcc gfx942 csrc/gate.cu"] == (True, "compiles")
+    assert checks["nvcc csrc/gate.cu"] == (True, "compiles")
+    assert not propose_for(fail, Workspace(root=root)).proposals
+    scan_fail = failure("warp_size", "csrc/gate.cu", "& 0x1f")
+    assert not propose_for(scan_fail, Workspace(root=root)).proposals
+
+
+def test_shift_inside_a_wider_expression_is_not_rewritten(git_repo):
+    # `base + tid >> 5` is `(base + tid) >> 5`; `/ WARP_SIZE` there would bind to tid alone.
+    src = ("__global__ void k(int* x, int base) {\n  int tid = threadIdx.x;\n"
+           "  x[tid % WARP_SIZE] = base + tid >> 5;\n}\n")
+    root = git_repo({"k.cu": src})
+    assert "cannot rewrite safely" in declines(root, failure("warp_size", "k.cu", ">> 5"))[0]
+
+
+def test_suffixed_masks_and_plain_shifts_get_rocm_copies():
+    from agent.rules.warp_size import rewrite
+    src = "x = f(tid >> 5u);\ny = lane_id & 31u;\nz = a + tid >> 5;\n"
+    new, skipped = rewrite(src, [1, 2, 3])
+    assert new == ("#ifdef USE_ROCM\nx = f(tid / WARP_SIZE);\ny = lane_id & (WARP_SIZE - 1);\n#else\n"
+                   "x = f(tid >> 5u);\ny = lane_id & 31u;\n#endif\nz = a + tid >> 5;\n")
+    assert skipped == ["line 3 (no safe rewrite of the literal in this expression)"]
