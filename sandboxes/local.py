@@ -27,6 +27,14 @@ def _read_capped(path: Path, limit: int = OUTPUT_LIMIT, head: int = HEAD_KEEP) -
             + last.decode("utf-8", "replace"))
 
 
+_SECRET_HINTS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+
+
+def scrubbed_environ() -> dict[str, str]:
+    """This process's environment minus anything named like a credential: keys never enter sandboxes."""
+    return {k: v for k, v in os.environ.items() if not any(h in k.upper() for h in _SECRET_HINTS)}
+
+
 def _kill_group(proc: subprocess.Popen, grace_s: float) -> None:
     """SIGTERM the whole process group, SIGKILL it after grace_s."""
     try:
@@ -83,7 +91,7 @@ class LocalSandbox:
         if not path.is_dir():
             raise SandboxError(f"workdir {path} does not exist: create it or pass an existing repo checkout")
         self.workdir = str(path)
-        self.base_env = dict(env) if env is not None else dict(os.environ)
+        self.base_env = dict(env) if env is not None else scrubbed_environ()
         self._tmp = tempfile.TemporaryDirectory(prefix="rocport-local-")
         self.logdir = Path(logdir) if logdir else Path(self._tmp.name)
         self.logdir.mkdir(parents=True, exist_ok=True)

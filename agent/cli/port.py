@@ -12,12 +12,11 @@ from rich.table import Table
 
 from agent.cli.app import app, fail
 from agent.config import JobError, PortJob, load_job
-from agent.nodes.checkout import CheckoutError
-from agent.observer import JsonlSink, RichProgress
-from agent.port import PortError, PortResult, resume_port, start_port
 from agent.profiles import ProfileError
-from agent.store import RunStore
 from sandboxes.base import SandboxError
+
+# agent.port, agent.store and agent.observer pull in LangGraph (about a second of start-up): they are
+# imported inside the commands, so every other `rocport` command starts fast.
 
 
 def _ask_review(console: Console, pending: list[dict]) -> dict[int, bool]:
@@ -29,7 +28,7 @@ def _ask_review(console: Console, pending: list[dict]) -> dict[int, bool]:
     return decisions
 
 
-def _summary(result: PortResult, console: Console) -> None:
+def _summary(result, console: Console) -> None:
     c = result.counters
     console.print(f"[bold]{result.status}[/bold]: {result.reason}")
     if c:
@@ -71,6 +70,10 @@ def port(
                                         help="With --resume: answer a paused review for all pending patches."),
 ) -> None:
     """Port a framework to ROCm: build, diagnose, patch, rebuild, load, serve, benchmark, report."""
+    from agent.nodes.checkout import CheckoutError
+    from agent.observer import JsonlSink, RichProgress
+    from agent.port import PortError, resume_port, start_port
+
     console = Console(stderr=True)
     if resume is None and not config:
         raise fail("nothing to port: pass -c job.yaml (and -c key=value overrides) or --resume RUN_ID")
@@ -112,6 +115,8 @@ def port(
 @app.command()
 def runs(limit: int = typer.Option(20, help="How many recent runs to list.")) -> None:
     """List port runs (newest first) with their status, phase and costs."""
+    from agent.store import RunStore
+
     rows = RunStore().list(limit)
     if not rows:
         typer.echo("no runs yet: start one with `rocport port -c job.yaml`")

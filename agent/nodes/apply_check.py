@@ -76,7 +76,12 @@ def check_load_side(state: PortState, env: RunEnv, proposal: dict, open_failures
                                                              detail="no load_check hook: the launch decides")])
     after, detail = run_load_check(state, env, f"recheck-{failure['kind']}")
     still = [f for f in after if same_failure(failure, f)]
-    checks = ([pre] if pre else []) + [CheckResult(name="load check", ok=not after, detail=detail)]
+    behind = [f for f in after if not same_failure(failure, f)]
+    if behind and not still:
+        detail = (f"the {failure['kind']} failure is gone; the load now stops at the next one: "
+                  + "; ".join(f"{f['kind']} {f.get('symbol') or ''}".strip() for f in behind[:3]) + f" ({detail})")
+    checks = ([pre] if pre else []) + [CheckResult(name=f"load check: {failure['kind']} gone", ok=not still,
+                                                   detail=detail)]
     verdict = Verdict(checks=checks, load_checks=1)
     if still:
         verdict.reason = f"the {failure['kind']} failure is still reported by the load check"

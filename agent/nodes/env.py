@@ -65,8 +65,8 @@ class RunEnv:
             workdir = str(self.rundir.repo)
             env = self.profile_env()
             if self.job.sandbox.backend == "local":
-                from sandboxes.local import LocalSandbox
-                self._sandbox = LocalSandbox(workdir, env={**_host_env(), **env}, logdir=self.rundir.logs)
+                from sandboxes.local import LocalSandbox, scrubbed_environ
+                self._sandbox = LocalSandbox(workdir, env={**scrubbed_environ(), **env}, logdir=self.rundir.logs)
             else:
                 from sandboxes.docker import DockerSandbox
                 # the server must be reachable from the host for health checks and the benchmark
@@ -110,12 +110,3 @@ class LoggedSandbox:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
-
-
-_SECRET_HINTS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
-
-
-def _host_env() -> dict[str, str]:
-    """The host environment minus anything that looks like a credential (keys never enter sandboxes)."""
-    import os
-    return {k: v for k, v in os.environ.items() if not any(h in k.upper() for h in _SECRET_HINTS)}

@@ -67,3 +67,12 @@ def test_command_not_found_is_a_result(tmp_path):
 def test_missing_workdir_is_a_one_line_error(tmp_path):
     with pytest.raises(SandboxError, match="does not exist"):
         LocalSandbox(tmp_path / "nope")
+
+
+def test_credentials_never_reach_the_sandbox(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-should-not-leak")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp-should-not-leak")
+    monkeypatch.setenv("ROCPORT_VISIBLE", "yes")
+    with LocalSandbox(tmp_path) as sb:
+        out = sb.run("env").stdout
+    assert "should-not-leak" not in out and "ROCPORT_VISIBLE=yes" in out
