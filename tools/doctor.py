@@ -148,7 +148,29 @@ def check_llm() -> Check:
                      "optional: set OPENAI_BASE_URL (any OpenAI-compatible server) and OPENAI_API_KEY; "
                      "rules still fix what they know", facts)
     where = base_url or "api.openai.com (default)"
-    return Check("LLM endpoint", True, f"{where}, API key {'set' if has_key else 'not set'}", facts=facts)
+    key = f"API key {'set' if has_key else 'not set'}"
+    refused = _unreachable(base_url) if base_url else None
+    if refused:
+        return Check("LLM endpoint", False, f"{where}, {key}: nothing answers ({refused})",
+                     "start the server or fix OPENAI_BASE_URL; a port run that needs the LLM stops there", facts)
+    return Check("LLM endpoint", True, f"{where}, {key}", facts=facts)
+
+
+def _unreachable(base_url: str) -> str | None:
+    """Why a TCP connection to the endpoint's host:port fails, or None when it connects (no request,
+    so no key, is sent)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    url = urlsplit(base_url)
+    if not url.hostname:
+        return f"{base_url!r} is not a URL like http://HOST:PORT/v1"
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        with socket.create_connection((url.hostname, port), timeout=3):
+            return None
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
 
 
 def run_checks() -> list[Check]:

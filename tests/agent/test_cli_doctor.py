@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -43,12 +44,20 @@ def test_doctor_reports_compilers_docker_images_and_no_gpu(nvcc, hipcc, rocm_ima
 
 def test_doctor_never_prints_the_api_key(docker_daemon):
     secret = "sk-rocport-test-0123456789"
-    env = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": secret}
-    for args in (["doctor"], ["doctor", "--json"]):
-        result = CliRunner().invoke(app, args, env=env)
-        assert result.exit_code == 0 and secret not in result.output
-    checks = _doctor(env)
+    with socket.socket() as listener:  # an endpoint that answers
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        env = {"OPENAI_BASE_URL": f"http://127.0.0.1:{listener.getsockname()[1]}/v1", "OPENAI_API_KEY": secret}
+        for args in (["doctor"], ["doctor", "--json"]):
+            result = CliRunner().invoke(app, args, env=env)
+            assert result.exit_code == 0 and secret not in result.output
+        checks = _doctor(env)
     assert checks["LLM endpoint"]["ok"] and "API key set" in checks["LLM endpoint"]["detail"]
+    # The port is closed now: the endpoint is reported unreachable, with what to do, still without the key.
+    result = CliRunner().invoke(app, ["doctor", "--json"], env=env)
+    assert secret not in result.output
+    llm = _doctor(env)["LLM endpoint"]
+    assert not llm["ok"] and "nothing answers" in llm["detail"] and "OPENAI_BASE_URL" in llm["fix"]
 
 
 def test_doctor_table_from_the_console_script_says_what_to_do(docker_daemon):
