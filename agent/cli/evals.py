@@ -95,9 +95,14 @@ def demo(
     console.print(f"[bold]rocport demo[/bold]: {chosen.name} — {chosen.description}", highlight=False)
     from agent.observer import RichProgress
 
+    from agent.port import PortError
+
     progress = RichProgress(Console(stderr=True))
-    with progress:
-        run = run_task(chosen, "rules", root, sinks=[progress])
+    try:
+        with progress:
+            run = run_task(chosen, "rules", root, sinks=[progress])
+    except PortError as exc:  # a missing image or daemon: the run is kept, resumable with `rocport port`
+        raise fail(str(exc)) from exc
     console.print(_table([run], "result"))
     view = RunView.load(RunDir(run.run_id).path)
     state = view.state

@@ -221,3 +221,14 @@ def test_pr_bad_remote_token_endpoint_or_author_keeps_the_patches(tmp_path, home
     assert ok.returncode == 0 and "1 commit(s)" in ok.stdout, ok.stdout + ok.stderr
     assert rocport(home, "report", run_id, "--html").returncode == 0
     assert (home / "runs" / run_id / "report.html").is_file()
+
+
+def test_demo_with_a_missing_image_is_one_line_naming_the_run(tmp_path, home, docker_daemon):
+    tasks = REPO_ROOT / "evals" / "tasks"
+    (tmp_path / "patches").symlink_to(tasks / "patches")
+    (tmp_path / "solutions").symlink_to(tasks / "solutions")
+    (tmp_path / "task.yaml").write_text((tasks / "cuda_header_activation.yaml").read_text() + "image: nope:1\n")
+    line = one_line_error(rocport(home, "demo", "--task", str(tmp_path / "task.yaml"), "--workdir",
+                                  str(tmp_path / "work")), "nope:1", "docker pull", "--resume")
+    run_id = line.split("--resume ")[1].strip("` ")
+    assert (home / "runs" / run_id / "job.yaml").is_file()
