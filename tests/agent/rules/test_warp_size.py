@@ -126,3 +126,14 @@ def test_suffixed_masks_and_plain_shifts_get_rocm_copies():
     assert new == ("#ifdef USE_ROCM\nx = f(tid / WARP_SIZE);\ny = lane_id & (WARP_SIZE - 1);\n#else\n"
                    "x = f(tid >> 5u);\ny = lane_id & 31u;\n#endif\nz = a + tid >> 5;\n")
     assert skipped == ["line 3 (no safe rewrite of the literal in this expression)"]
+
+
+def test_cub_warp_threads_without_a_warp_size_gets_one_compat_header(git_repo):
+    # No WARP_SIZE anywhere: the rule creates the one compat header defining it and includes it.
+    gate = (GATE.replace('#include "compat.h"\n\n', "").replace("WARP_SIZE / 2", "kWarpThreads / 2")
+            .replace("SHFL_XOR(v, o)", "__shfl_xor_sync(0xffffffffu, v, o)"))
+    root = git_repo({"csrc/gate.cu": gate})
+    prop = propose(root, failure("warp_size", "csrc/gate.cu", "CUB_WARP_THREADS"))
+    assert prop.files == ["csrc/gate.cu", "csrc/rocm_compat.h"]
+    assert '+#include "rocm_compat.h"' in prop.diff and "+#define WARP_SIZE 64" in prop.diff
+    assert "+constexpr int kWarpThreads = WARP_SIZE;" in prop.diff
