@@ -16,7 +16,9 @@ from agent.cli import fix  # noqa: E402,F401
 
 
 def main() -> None:
-    app()
+    from agent.cli.app import run
+
+    run(app)
 
 
 __all__ = ["app", "main"]

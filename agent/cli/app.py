@@ -42,3 +42,30 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     """Print a one-line error for the user and return the Exit to raise."""
     typer.echo(f"rocport: error: {message}", err=True)
     return typer.Exit(code)
+
+
+def run(application: typer.Typer) -> None:
+    """Run the CLI; a usage mistake (unknown option or command, bad or missing argument) is one line too."""
+    import sys
+
+    try:  # typer vendors click (typer._click) since 0.2x; older ones use click itself
+        from typer._click import exceptions as cx
+    except ImportError:
+        from click import exceptions as cx
+
+    try:
+        code = application(prog_name="rocport", standalone_mode=False)
+    except cx.NoArgsIsHelpError as exc:  # `rocport` or `rocport sweep` alone: the help, as before
+        exc.show()
+        sys.exit(exc.exit_code)
+    except cx.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx else "rocport"
+        typer.echo(f"rocport: error: {exc.format_message().rstrip('.')}; see `{where} --help`", err=True)
+        sys.exit(exc.exit_code)
+    except cx.ClickException as exc:  # e.g. a file argument that cannot be opened
+        typer.echo(f"rocport: error: {exc.format_message()}", err=True)
+        sys.exit(exc.exit_code)
+    except typer.Abort:  # Ctrl-C or end of input at a prompt
+        typer.echo("rocport: aborted", err=True)
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -232,3 +232,20 @@ def test_demo_with_a_missing_image_is_one_line_naming_the_run(tmp_path, home, do
                                   str(tmp_path / "work")), "nope:1", "docker pull", "--resume")
     run_id = line.split("--resume ")[1].strip("` ")
     assert (home / "runs" / run_id / "job.yaml").is_file()
+
+
+@pytest.mark.parametrize(("args", "needles"), [
+    (["bench", "--url", "http://x"], ["--url", "--base-url", "rocport bench --help"]),
+    (["prot"], ["no such command", "rocport --help"]),
+    (["diagnose"], ["missing argument", "rocport diagnose --help"]),
+    (["runs", "--limit", "many"], ["--limit", "integer"]),
+    (["scan", ".", "-f", "xml"], ["xml", "sarif"]),
+])
+def test_usage_mistakes_are_one_line_too(home, args, needles):
+    one_line_error(rocport(home, *args), *needles)
+
+
+def test_no_command_still_prints_the_help(home):
+    result = rocport(home)
+    assert "Traceback" not in result.stderr and "port" in result.stdout + result.stderr
+    assert "Commands" in result.stdout + result.stderr
