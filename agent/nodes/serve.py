@@ -84,7 +84,10 @@ def bench(state: PortState, env: RunEnv) -> dict:
         stages["bench"] = {"status": "skipped", "detail": "bench.enabled is false"}
         return {"stages": stages}
     if env.server is None or not env.server.alive():
-        stages["bench"] = {"status": "not run: the server is not running in this process (resumed run?)"}
+        serve = state.stages.get("serve", {}).get("status", "not reached")
+        why = ("the server is not running in this process (resumed run?)" if serve == "passed"
+               else f"no server (serve {serve})")  # e.g. a build-only job: not a resume problem
+        stages["bench"] = {"status": f"not run: {why}"}
         return {"stages": stages}
     from tools.bench import BenchConfig, Workload, preset, run_bench
 

@@ -208,6 +208,7 @@ def test_pr_bad_remote_token_endpoint_or_author_keeps_the_patches(tmp_path, home
     ported = rocport(home, "port", *job)
     assert ported.returncode == 0, ported.stderr[-2000:]
     run_id = ported.stderr.split("run id: ")[1].split()[0]
+    assert "resumed run" not in ported.stderr  # a build-only job has no server to bench; it was not resumed
     one_line_error(rocport(home, "pr", run_id, "--push", "nosuchremote"), "nosuchremote", "remote -v")
     one_line_error(rocport(home, "pr", run_id, "--open"), "--repo OWNER/NAME")
     one_line_error(rocport(home, "pr", run_id, "--open", "--repo", "o/n"), "GITHUB_TOKEN")
