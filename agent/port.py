@@ -124,7 +124,10 @@ def _drive(job: PortJob, profile: Profile, rundir: RunDir, store: RunStore, obse
         status = "partial"
     saved = rundir.path / "state.json"
     if saved.is_file():
-        reason = json.loads(saved.read_text()).get("stop_reason") or reason
+        try:
+            reason = json.loads(saved.read_text()).get("stop_reason") or reason
+        except json.JSONDecodeError:
+            reason = f"{reason} ({saved} is damaged: `rocport report` cannot read it)"
     store.update(rundir.run_id, status=status, reason=reason, counters=out.get("counters", {}))
     return PortResult(rundir.run_id, status, reason, out.get("report_path", ""), out.get("counters", {}),
                       events=observer.events)

@@ -37,11 +37,22 @@ class RunView:
                               f"resume it with `rocport port --resume {run_dir.name}`")
         events = []
         if (run_dir / "events.jsonl").is_file():
-            for line in (run_dir / "events.jsonl").read_text().splitlines():
-                if line.strip():
+            lines = [ln for ln in (run_dir / "events.jsonl").read_text(errors="replace").splitlines() if ln.strip()]
+            for i, line in enumerate(lines):
+                try:
                     events.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    if i == len(lines) - 1:
+                        break  # a process killed mid-append leaves a torn last line; the rest is intact
+                    raise ReportError(f"{run_dir / 'events.jsonl'} line {i + 1} is not JSON ({exc.msg}): "
+                                      f"the run directory was edited or damaged") from exc
+        try:
+            state = json.loads(state_file.read_text(errors="replace"))
+        except json.JSONDecodeError as exc:
+            raise ReportError(f"{state_file} is not JSON ({exc.msg}): the run directory is damaged; port "
+                              f"again with `rocport port -c {run_dir / 'job.yaml'}`") from exc
         job = (run_dir / "job.yaml").read_text() if (run_dir / "job.yaml").is_file() else ""
-        return cls(run_dir.name, run_dir, json.loads(state_file.read_text()), events, job)
+        return cls(run_dir.name, run_dir, state, events, job)
 
 
 def phase_timeline(events: list[dict]) -> list[tuple[str, float, float]]:

@@ -250,3 +250,17 @@ def test_no_command_still_prints_the_help(home):
     result = rocport(home)
     assert "Traceback" not in result.stderr and "port" in result.stdout + result.stderr
     assert "Commands" in result.stdout + result.stderr
+
+
+def test_damaged_run_directory_for_report_and_pr(home):
+    run = home / "runs" / "20261202-000000-x-0001"
+    run.mkdir(parents=True)
+    (run / "state.json").write_text("{")
+    for args in (["report", run.name], ["pr", run.name]):
+        one_line_error(rocport(home, *args), "state.json", "damaged", "rocport port -c")
+    # A process killed mid-append leaves a torn last event: the report is still written.
+    (run / "state.json").write_text("{}")
+    (run / "events.jsonl").write_text('{"event": "run_started", "ts": 1.0}\n{"event": "pha')
+    result = rocport(home, "report", run.name, "--html")
+    assert result.returncode == 0, result.stderr
+    assert (run / "report.md").is_file() and (run / "report.html").is_file()
