@@ -113,7 +113,7 @@ def port(
 
 
 @app.command()
-def runs(limit: int = typer.Option(20, help="How many recent runs to list.")) -> None:
+def runs(limit: int = typer.Option(20, min=1, help="How many recent runs to list.")) -> None:
     """List port runs (newest first) with their status, phase and costs."""
     from agent.store import RunStore
 

@@ -240,6 +240,7 @@ def test_demo_with_a_missing_image_is_one_line_naming_the_run(tmp_path, home, do
     (["prot"], ["no such command", "rocport --help"]),
     (["diagnose"], ["missing argument", "rocport diagnose --help"]),
     (["runs", "--limit", "many"], ["--limit", "integer"]),
+    (["runs", "--limit", "0"], ["--limit", "greater than or equal to 1"]),
     (["scan", ".", "-f", "xml"], ["xml", "sarif"]),
 ])
 def test_usage_mistakes_are_one_line_too(home, args, needles):
