@@ -132,8 +132,8 @@ class OpenAIModel:
             raise LLMError(f"the LLM endpoint {self.base_url} kept rate-limiting after retries (HTTP 429): "
                            f"lower concurrency or raise the provider limit") from exc
         except openai.APIConnectionError as exc:
-            raise LLMError(f"cannot reach the LLM endpoint {self.base_url}: check OPENAI_BASE_URL "
-                           f"and that the server is up") from exc
+            raise LLMError(f"cannot reach the LLM endpoint {self.base_url}: check llm.base_url (or "
+                           f"OPENAI_BASE_URL) and that the server is up") from exc
         except openai.APIStatusError as exc:
             raise LLMError(f"the LLM endpoint {self.base_url} answered HTTP {exc.status_code}: "
                            f"{str(exc.message)[:200]}") from exc
