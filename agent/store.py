@@ -32,6 +32,15 @@ CREATE TABLE IF NOT EXISTS runs (
 """
 
 
+class StoreError(RuntimeError):
+    """A SQLite file under $ROCPORT_HOME is damaged; the message says what to do."""
+
+
+def _damaged(path: Path, exc: sqlite3.DatabaseError, loses: str) -> StoreError:
+    return StoreError(f"{path} is not a readable SQLite database ({exc}): move it aside "
+                      f"(mv {path} {path}.bad) and rocport starts a new one; {loses}")
+
+
 @dataclass
 class RunRow:
     """One line of `rocport runs`."""
@@ -53,8 +62,12 @@ class RunStore:
 
     def __init__(self, home: Path | None = None):
         self.path = (home or rocport_home()) / "runs.sqlite"
-        with closing(self._connect()) as db, db:
-            db.execute(_SCHEMA)
+        try:
+            with closing(self._connect()) as db, db:
+                db.execute(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise _damaged(self.path, exc, "run directories under runs/ are kept, "
+                                           "but `rocport runs` lists only new runs") from exc
 
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self.path, timeout=30)
@@ -100,5 +113,9 @@ def open_checkpointer(home: Path | None = None) -> SqliteSaver:
     path = (home or rocport_home()) / "checkpoints.sqlite"
     conn = sqlite3.connect(path, check_same_thread=False, timeout=30)
     saver = SqliteSaver(conn)
-    saver.setup()
+    try:
+        saver.setup()
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise _damaged(path, exc, "earlier runs can then no longer be resumed") from exc
     return saver

@@ -73,6 +73,7 @@ def port(
     from agent.nodes.checkout import CheckoutError
     from agent.observer import JsonlSink, RichProgress
     from agent.port import PortError, resume_port, start_port
+    from agent.store import StoreError
 
     console = Console(stderr=True)
     if resume is None and not config:
@@ -99,7 +100,7 @@ def port(
             if result.status != "paused" or json_events or not sys.stdin.isatty():
                 break
             resume, answer = result.run_id, _ask_review(console, result.review or [])
-    except (JobError, ProfileError, PortError, CheckoutError) as exc:
+    except (JobError, ProfileError, PortError, CheckoutError, StoreError) as exc:
         raise fail(str(exc)) from exc
     except SandboxError as exc:
         raise fail(f"{exc} (fix it, then continue with `rocport port --resume RUN_ID`; see `rocport runs`)") from exc
@@ -115,9 +116,12 @@ def port(
 @app.command()
 def runs(limit: int = typer.Option(20, min=1, help="How many recent runs to list.")) -> None:
     """List port runs (newest first) with their status, phase and costs."""
-    from agent.store import RunStore
+    from agent.store import RunStore, StoreError
 
-    rows = RunStore().list(limit)
+    try:
+        rows = RunStore().list(limit)
+    except StoreError as exc:
+        raise fail(str(exc)) from exc
     if not rows:
         typer.echo("no runs yet: start one with `rocport port -c job.yaml`")
         return

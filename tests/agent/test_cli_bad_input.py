@@ -265,3 +265,12 @@ def test_damaged_run_directory_for_report_and_pr(home):
     result = rocport(home, "report", run.name, "--html")
     assert result.returncode == 0, result.stderr
     assert (run / "report.md").is_file() and (run / "report.html").is_file()
+
+
+@pytest.mark.parametrize("damaged", ["runs.sqlite", "checkpoints.sqlite"])
+def test_damaged_sqlite_under_rocport_home(tmp_path, home, git_repo, damaged):
+    (home / damaged).write_bytes(bytes(range(256)) * 20)
+    job = [a for s in make_job(tmp_path, git_repo(HEADER_FAULTS)) for a in ("-c", s)]
+    one_line_error(rocport(home, "port", *job), damaged, "not a readable SQLite database", "move it aside")
+    if damaged == "runs.sqlite":
+        one_line_error(rocport(home, "runs"), damaged, "move it aside")
