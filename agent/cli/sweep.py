@@ -24,6 +24,19 @@ def _spec(file: Path):
         raise fail(str(exc)) from exc
 
 
+def _store(db: Path):
+    """The results database, or a one-line error when the file is not one."""
+    import sqlite3
+
+    from agent.sweep.results import ResultStore
+
+    try:
+        return ResultStore(db)
+    except sqlite3.DatabaseError as exc:
+        raise fail(f"{db} is not a readable sweep results database ({exc}): pass another --db, "
+                   f"or move it aside to start a new one") from exc
+
+
 def _default_db(spec_name: str) -> Path:
     from agent.rundir import rocport_home
 
@@ -61,12 +74,11 @@ def run(
     from agent.sweep.cell_runner import run_cell
     from agent.sweep.cells import expand
     from agent.sweep.executor import run_sweep
-    from agent.sweep.results import ResultStore
 
     spec = _spec(file)
     night = night or dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
     db = db or _default_db(spec.name)
-    store = ResultStore(db)
+    store = _store(db)
     cells = expand(spec)
     done = sum(store.has(c.key, night) for c in cells)
     typer.echo(f"{spec.name} night {night}: {len(cells)} cells, {done} already recorded, db {db}")
@@ -94,13 +106,12 @@ def report(
     from agent.sweep.analysis import clusters, histories, regressions
     from agent.sweep.report import dashboard_html
     from agent.sweep.report import markdown as to_markdown
-    from agent.sweep.results import ResultStore
 
     spec = _spec(file)
     db = db or _default_db(spec.name)
     if not db.is_file():
         raise fail(f"no results database {db}: run `rocport sweep run {file}` first")
-    results = ResultStore(db).results(spec.name)
+    results = _store(db).results(spec.name)
     console = Console()
     grid = Table(title=f"{spec.name}: latest night per cell")
     for col in ("cell", "night", "status", "built", "loaded", "served", "bench", "output tok/s", "since"):

@@ -274,3 +274,10 @@ def test_damaged_sqlite_under_rocport_home(tmp_path, home, git_repo, damaged):
     one_line_error(rocport(home, "port", *job), damaged, "not a readable SQLite database", "move it aside")
     if damaged == "runs.sqlite":
         one_line_error(rocport(home, "runs"), damaged, "move it aside")
+
+
+def test_sweep_results_database_that_is_not_one(tmp_path, home):
+    (tmp_path / "bad.sqlite").write_bytes(bytes(range(256)) * 20)
+    example = str(REPO_ROOT / "agent/sweep/examples/tinyserve-nightly.yaml")
+    for sub in ("run", "report"):
+        one_line_error(rocport(home, "sweep", sub, example, "--db", "bad.sqlite"), "bad.sqlite", "--db")
