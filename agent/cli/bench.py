@@ -81,6 +81,8 @@ def bench(
         return
     if not base_url or not model:
         raise fail("give --base-url URL and --model NAME (or use `rocport bench compare A.json B.json`)")
+    if output and not output.resolve().parent.is_dir():  # checked first: a long run must not end unwritable
+        raise fail(f"--output {output}: directory {output.resolve().parent} does not exist; create it first")
     try:
         wl = _workload(isl, osl, preset_name, num_prompts, prefix_hit, prefix_groups, seed, vocab_size)
         extra = _extra_body(extra_body)

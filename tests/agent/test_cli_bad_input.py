@@ -157,6 +157,8 @@ def test_bench_closed_port_and_bad_inputs(tmp_path, home):
                            "--osl", "2"), "cannot connect", "server running")
     one_line_error(rocport(home, "bench", "--base-url", url, "--model", "x", "--preset", "nosuch"),
                    "nosuch", "glm52-mi355x")
+    one_line_error(rocport(home, "bench", "--base-url", url, "--model", "x", "--output",
+                           str(tmp_path / "no" / "dir" / "r.json")), "--output", "create it first")
     (tmp_path / "bad.json").write_text("{")
     one_line_error(rocport(home, "bench", "compare", "bad.json", "bad.json"), "bad.json", "not JSON")
     one_line_error(rocport(home, "bench", "compare", "a.json", "b.json"), "a.json")
