@@ -59,6 +59,8 @@ def eval_(
     if bad:
         raise fail(f"unknown strategy {bad[0]!r}: use one of {', '.join(STRATEGIES)}")
     chosen = _tasks(tasks or [])
+    if output and not output.resolve().parent.is_dir():  # checked first: the eval takes long
+        raise fail(f"--output {output}: directory {output.resolve().parent} does not exist; create it first")
     root = _workroot(workdir, "evals")
     typer.echo(f"{len(chosen)} task(s) x {len(strategy)} strategy(ies), {jobs} at a time; work dir {root}")
     runs = run_eval(chosen, list(strategy), root, jobs=jobs)

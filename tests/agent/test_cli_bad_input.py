@@ -136,6 +136,8 @@ def test_missing_paths_and_tasks(tmp_path, home):
     one_line_error(rocport(home, "eval", "nosuchtask"), "nosuchtask", "glm52_mi355x")
     one_line_error(rocport(home, "eval", "-s", "bogus"), "bogus", "rules+llm")
     one_line_error(rocport(home, "demo", "--task", "nosuchtask"), "nosuchtask")
+    one_line_error(rocport(home, "eval", "cub_rmsnorm", "--output", str(tmp_path / "no" / "e.json")),
+                   "--output", "create it first")
 
 
 # --- unreachable endpoints --------------------------------------------------------------------------
