@@ -138,7 +138,8 @@ def main(argv: list[str] | None = None) -> None:
         print_rows(args, itl_ms, rows)
     print(f"load average after: {os.getloadavg()[0]:.2f}")
     print("\nTimes in ms. |TTFT err|: median over requests of |client TTFT - server TTFT|, server TTFT = first "
-          "token written - request received (the server's own clock).\nupload: server receive - client send; "
+          "token written - request arrived (its kernel receive stamp; the server's own clock).\n"
+          "upload: server receive - client send; "
           "deliver: client first read - server first write (medians). floor: a no-op reader on the same loop.")
     print("\nreference clients on this machine (same kind of server, from the issue):")
     print(f"{'client':<32} {'CPU us/chunk':>13} {'TTFT err ms @80ms':>18}")
