@@ -76,6 +76,10 @@ class LLMProposerAdapter:
     def propose(self, failure: Failure, ws: Any, feedback: str | None = None) -> Proposal | None:
         return self.inner.propose(failure, ws, feedback)
 
+    def use_compiler(self, compile_check: Any) -> None:
+        """Give the model's compile_check tool the run's ROCm compiler: (root, rel) -> (ok, output)."""
+        self.inner.compile_check = compile_check
+
     def usage(self) -> ProposerUsage:
         u = self.inner.usage
         return ProposerUsage(tokens_in=u.prompt_tokens, tokens_out=u.completion_tokens, calls=u.calls,

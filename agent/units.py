@@ -5,8 +5,6 @@ import fnmatch
 import os
 from pathlib import Path
 
-from agent.rules.cpp import include_of
-
 SOURCE_EXTS = (".cu", ".cpp", ".cc", ".cxx", ".hip", ".c")
 HEADER_EXTS = (".h", ".cuh", ".hpp", ".hh", ".inl", ".cuhpp")
 DEFAULT_SOURCES = ["**/*.cu", "**/*.cpp", "**/*.cc", "**/*.hip"]
@@ -37,6 +35,8 @@ def _resolve(root: Path, includer: str, header: str, files: set[str]) -> str | N
 
 def include_graph(root: Path) -> dict[str, set[str]]:
     """Repo file -> the repo files it #includes directly."""
+    from agent.rules.cpp import include_of  # agent.rules imports this module: import it when used
+
     files = source_files(root)
     known = set(files)
     graph: dict[str, set[str]] = {}

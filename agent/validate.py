@@ -74,6 +74,12 @@ def _fmt(template: str, root: Path, rel: str, arch: str, lang: str = "cu") -> st
     return template.format(file=shlex.quote(rel), arch=arch, out=out, dir=shlex.quote(parent), root=".")
 
 
+def compile_hip_unit(tools: Toolchains, root: Path, rel: str) -> CommandResult:
+    """Compile one translation unit (or header) for the ROCm target with the profile's template."""
+    return tools.hip.run(_fmt(tools.hip_unit, root, rel, tools.arch, "hip"), env=tools.extra_env or None,
+                         timeout=tools.timeout)
+
+
 def _first_error(output: str) -> str:
     for line in output.splitlines():
         if "error" in line:
@@ -150,8 +156,7 @@ class Validator:
         checks = []
         target = failure.facts.get("unit") or failure.file if failure else None
         for rel in units:
-            res = self.tools.hip.run(_fmt(self.tools.hip_unit, self.root, rel, self.tools.arch, "hip"),
-                                     env=self.tools.extra_env or None, timeout=self.tools.timeout)
+            res = compile_hip_unit(self.tools, self.root, rel)
             gone = failure_gone(failure, res.output)
             if res.ok:
                 checks.append(_check(f"hipcc {self.tools.arch} {rel}", res, True, "compiles"))

@@ -103,6 +103,8 @@ def _ask(state: PortState, env: RunEnv, ws, failure: dict, counters: dict) -> tu
             if stop:
                 reasons.append(stop)
                 continue
+        if hasattr(proposer, "use_compiler"):
+            proposer.use_compiler(_unit_compiler(env, counters))
         before = proposer.usage()
         proposal = proposer.propose(record, ws, _feedback(state, failure))
         _account(counters, before, proposer.usage())
@@ -112,6 +114,18 @@ def _ask(state: PortState, env: RunEnv, ws, failure: dict, counters: dict) -> tu
         if getattr(proposer, "environment", False):
             break  # a rule recognised an environment problem; an LLM must not patch code for it
     return None, reasons
+
+
+def _unit_compiler(env: RunEnv, counters: dict):
+    """The LLM's compile_check tool: one unit with hipcc in the run's sandbox, counted as a unit compile."""
+    from agent.validate import Toolchains, compile_hip_unit
+
+    def compile_unit(root: Path, rel: str) -> tuple[bool, str]:
+        counters["unit_compiles"] += 1
+        result = compile_hip_unit(Toolchains.from_profile(env.sandbox(), None, env.arch, env.profile), root, rel)
+        return result.ok, result.output
+
+    return compile_unit
 
 
 def _account(counters: dict, before, after) -> None:

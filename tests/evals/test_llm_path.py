@@ -11,6 +11,7 @@ SCRIPT = [
     [("read_file", {"path": "csrc/moe_gate.cu", "start_line": 1, "end_line": 20})],
     [("propose_edit", {"path": "csrc/moe_gate.cu", "search": ASM,
                        "replace": f"#ifdef USE_ROCM\n  out = mask | bits;  // LOP3 truth table 0xFC is a | b\n#else\n{ASM}#endif\n"})],
+    [("compile_check", {"path": "csrc/moe_gate.cu"})],
     [("finish", {"rationale": "LOP3 with truth table 0xFC computes mask | bits; AMDGPU has no PTX, so ROCm "
                               "uses the plain expression and CUDA keeps its instruction."})],
 ]
@@ -23,3 +24,5 @@ def test_scripted_llm_fixes_inline_ptx_in_a_real_port(tmp_path, rocm_image, nvcc
     assert run.llm_tokens > 0 and run.builds == 2 and run.launches == 1 and run.patches_kept == 1
     assert len(model.seen) == len(SCRIPT)  # the model was asked exactly as scripted, no more
     assert "invalid instruction" in model.seen[0][1]["content"]  # the context pack carried the compiler error
+    assert model.seen[4][-1]["content"].startswith("compiles")  # hipcc in the ROCm container saw the edit
+    assert run.unit_compiles >= 3  # the model's compile check plus the validator's hipcc and nvcc
