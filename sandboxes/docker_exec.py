@@ -22,7 +22,8 @@ HOST_SLACK_S = 10  # past the inside deadline before the host kills the group it
 _RUN = (f'timeout -k {GRACE_S} "$1" bash -c "$2" >"$3.out" 2>"$3.err" </dev/null & '
         'echo $! >"$3.pid"; wait $!')
 # `timeout 0` never fires; it is here for its process group and for forwarding TERM to the group.
-_SPAWN = 'timeout 0 bash -c "$1" >>"$2" 2>&1 </dev/null & echo $! >"$3"; wait $!'
+# The pid file appears whole (written aside, then renamed): a reader never sees it created but empty.
+_SPAWN = 'timeout 0 bash -c "$1" >>"$2" 2>&1 </dev/null & echo $! >"$3.tmp" && mv "$3.tmp" "$3"; wait $!'
 
 
 class ExecRunner:
