@@ -12,7 +12,6 @@ def validate_built(repo: Path, cell: Cell) -> tuple[dict, dict | None, list[dict
     from agent.profiles import load_profile
     from sandboxes.docker import DockerSandbox
     from tools.diagnose import diagnose_text
-    from tools.serve import serve_profile
 
     profile = load_profile(cell.framework.profile)
     model = str(Path(cell.model.path).expanduser().resolve())
@@ -38,30 +37,23 @@ def _vocab_size(model: str) -> int:
 
 
 def _serve_and_bench(sb, profile, model: str, cell: Cell) -> tuple[dict, dict | None, list[dict]]:
+    """One launch (tools.serve: health, smoke, clean stop, diagnosed log) with the benchmark inside it."""
     from tools.bench import BenchConfig, Workload, preset, run_bench
-    from tools.serve import free_port, launch_command, smoke_completion
-    from sandboxes.health import wait_ready
+    from tools.serve import running_server
 
-    port = free_port()
-    cmd = launch_command(profile.launch.command, model_path=model, port=port)
-    server = sb.start(cmd, name=f"server-{port}", port=None)
-    try:
-        problem = wait_ready(port, health_path=profile.launch.health_path, timeout=profile.launch.ready_timeout_s,
-                             alive=server.alive)
-        if problem:
-            from tools.diagnose import diagnose_text
-            failures = [f.to_dict() for f in diagnose_text(server.logs(), repo_root=sb.workdir)]
-            return {"serve": {"status": "failed", "detail": problem}}, None, failures
-        ok, text = smoke_completion("127.0.0.1", port, cell.model.name, profile.launch.smoke_prompt)
-        stages = {"serve": {"status": "passed" if ok else "failed", "detail": text[:200]}}
-        wl = cell.workload
-        workload = preset(wl.preset) if wl.preset else Workload(
-            isl=wl.isl, osl=wl.osl, num_prompts=wl.num_prompts, prefix_hit=wl.cache_hit_rate or 0.0,
-            vocab_size=_vocab_size(model)).validate()
-        bench = run_bench(BenchConfig(base_url=f"http://127.0.0.1:{port}", model=cell.model.name, workload=workload,
-                                      max_concurrency=wl.max_concurrency)).to_json()
-        stages["bench"] = {"status": "passed" if bench.get("valid", True) else "failed",
-                           "detail": "; ".join(bench.get("invalid_reasons", [])) or "valid"}
-        return stages, bench, []
-    finally:
-        server.stop()
+    launch, wl, bench = profile.launch, cell.workload, None
+    with running_server(sb, launch.command, model_path=model, health_path=launch.health_path,
+                        models_path=launch.models_path, ready_timeout=launch.ready_timeout_s,
+                        smoke_prompt=launch.smoke_prompt) as served:
+        if served.ok:
+            workload = preset(wl.preset) if wl.preset else Workload(
+                isl=wl.isl, osl=wl.osl, num_prompts=wl.num_prompts, prefix_hit=wl.cache_hit_rate or 0.0,
+                vocab_size=_vocab_size(model)).validate()
+            bench = run_bench(BenchConfig(base_url=served.base_url, model=served.model, workload=workload,
+                                          max_concurrency=wl.max_concurrency)).to_json()
+    if bench is None:
+        return ({"serve": {"status": "failed", "detail": served.reason}}, None,
+                [f.to_dict() for f in served.failures])
+    return ({"serve": {"status": "passed", "detail": served.smoke_text[:200]},
+             "bench": {"status": "passed" if bench.get("valid", True) else "failed",
+                       "detail": "; ".join(bench.get("invalid_reasons", [])) or "valid"}}, bench, [])
