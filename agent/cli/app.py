@@ -1,9 +1,9 @@
 """The `rocport` typer application; command modules register themselves on `app`."""
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
 import typer
+
+from agent.version import rocport_version
 
 app = typer.Typer(
     name="rocport",
@@ -12,13 +12,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
-
-def rocport_version() -> str:
-    try:
-        return version("rocport")
-    except PackageNotFoundError:
-        return "0+unknown"
 
 
 def _print_version(value: bool) -> None:

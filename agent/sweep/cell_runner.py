@@ -31,7 +31,7 @@ def job_dict(cell: Cell) -> dict:
 
 
 def provenance(state: dict, cell: Cell) -> dict:
-    from agent.cli.app import rocport_version
+    from agent.version import rocport_version
 
     labels: dict = {}
     image_id = ""
