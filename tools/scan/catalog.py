@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from tools.cpp.headers import CUDA_HEADER_PREFIXES, CUDA_STD_TO_STD, CUDA_TO_HIP_HEADERS
+
 
 @dataclass(frozen=True)
 class Construct:
@@ -19,30 +21,6 @@ class Construct:
     hip_equivalent: str | None = None
 
 
-# CUDA toolkit headers with no same-named HIP header. None: no 1:1 HIP header (driver API etc.).
-CUDA_HEADERS: dict[str, str | None] = {
-    "cuda_runtime.h": "hip/hip_runtime.h", "cuda_runtime_api.h": "hip/hip_runtime_api.h",
-    "cuda.h": None, "cudaTypedefs.h": None, "cuda_bf16.h": "hip/hip_bf16.h",
-    "cuda_bf16.hpp": "hip/hip_bf16.h", "cuda_fp16.h": "hip/hip_fp16.h", "cuda_fp16.hpp": "hip/hip_fp16.h",
-    "cuda_fp8.h": "hip/hip_fp8.h", "cuda_fp8.hpp": "hip/hip_fp8.h", "cuda_fp6.h": None, "cuda_fp4.h": None,
-    "cuda_pipeline.h": None, "cuda_pipeline_primitives.h": None, "cuda_awbarrier.h": None,
-    "cuda_awbarrier_primitives.h": None, "cuda_profiler_api.h": "hip/hip_runtime_api.h",
-    "cuda_occupancy.h": None, "cuda_device_runtime_api.h": None, "cuda_texture_types.h":
-    "hip/hip_texture_types.h", "device_launch_parameters.h": "hip/hip_runtime.h",
-    "cooperative_groups.h": "hip/hip_cooperative_groups.h", "mma.h": None, "math_constants.h": None,
-    "vector_types.h": "hip/hip_vector_types.h", "cuComplex.h": "hip/hip_complex.h",
-    "curand.h": "hiprand/hiprand.h", "curand_kernel.h": "hiprand/hiprand_kernel.h",
-    "cublas_v2.h": "hipblas/hipblas.h", "cublas.h": "hipblas/hipblas.h", "cublasLt.h": "hipblaslt/hipblaslt.h",
-    "cusparse.h": "hipsparse/hipsparse.h", "cufft.h": "hipfft/hipfft.h", "cudnn.h": None,
-    "nvrtc.h": "hip/hiprtc.h", "nccl.h": "rccl/rccl.h", "nvToolsExt.h": "roctracer/roctx.h",
-    "nvml.h": None, "cusolverDn.h": "hipsolver/hipsolver.h",
-}
-CUDA_HEADER_PREFIXES = ("cooperative_groups/", "crt/", "nvtx3/", "cuda/")
-CUDA_STD_TO_STD = {"type_traits", "limits", "cstdint", "utility", "array", "tuple", "functional",
-                   "cmath", "climits", "cstddef", "bit", "span", "cassert", "initializer_list", "ratio",
-                   "complex", "optional", "variant"}
-
-
 def classify_header(header: str) -> Construct | None:
     """The construct an `#include` of `header` is, or None when it is not CUDA-only."""
     if header.startswith("cub/"):
@@ -53,8 +31,8 @@ def classify_header(header: str) -> Construct | None:
             return Construct("cuda_std", "cuda_std_to_std", "libcu++ is CUDA-only", f"<{tail}>")
         return Construct("cuda_std", "libhipcxx_or_exclude",
                          "libcu++ facility with no host-std equivalent (needs libhipcxx)")
-    if header in CUDA_HEADERS or header.startswith(CUDA_HEADER_PREFIXES):
-        hip = CUDA_HEADERS.get(header)
+    if header in CUDA_TO_HIP_HEADERS or header.startswith(CUDA_HEADER_PREFIXES):
+        hip = CUDA_TO_HIP_HEADERS.get(header)
         note = "CUDA toolkit header" + ("" if hip else " with no 1:1 HIP header")
         return Construct("cuda_header", "guard_cuda_headers", note, hip)
     return None

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import hashlib
 
+from tools.cpp.source import SourceText
 from tools.records import Failure
 from tools.scan.catalog import Construct
-from tools.scan.source import SourceText
 
 SOURCE = "scan"
 _UNIT_SUFFIXES = (".cu", ".cc", ".cpp", ".cxx", ".c", ".py")

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from tools.cpp.preprocessor import Regions, region_name
+from tools.cpp.source import SourceText
 from tools.records import Failure
 from tools.scan.catalog import (
     IDENTIFIER_RE,
@@ -17,9 +19,7 @@ from tools.scan.catalog import (
     classify_identifier,
 )
 from tools.scan.findings import make_finding
-from tools.scan.preprocessor import Regions, region_name
 from tools.scan.ptx import inline_asm_findings
-from tools.scan.source import SourceText
 from tools.scan.warp_size import warp_size_findings
 
 # After a CUDA-named identifier: it is being defined (a helper function), not used.

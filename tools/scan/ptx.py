@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import re
 
+from tools.cpp.preprocessor import Regions, region_name
+from tools.cpp.source import SourceText
 from tools.records import Failure
 from tools.scan.catalog import TENSOR_CORE_PTX, ptx_construct
 from tools.scan.findings import make_finding
-from tools.scan.preprocessor import Regions, region_name
-from tools.scan.source import SourceText
 
 # Anchored on the literal "asm" (fast search); the `__` around it and the word start are checked after.
 _ASM = re.compile(r"asm(?:__)?\b(?:\s|volatile\b|__volatile__\b|goto\b|inline\b)*\(")

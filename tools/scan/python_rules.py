@@ -8,12 +8,12 @@ import ast
 import bisect
 import re
 
+from tools.cpp.source import SourceText
 from tools.records import Failure
 from tools.scan.catalog import CUDA_ONLY_MODULES, Construct
 from tools.scan.findings import make_finding
 from tools.scan.python_gates import cuda_gate_problem
 from tools.scan.python_guards import Context, dotted, own_nodes, statements
-from tools.scan.source import SourceText
 
 # Cheap pre-filter and locator: a Python finding needs one of these on its statement's lines.
 PY_CANDIDATES = re.compile(

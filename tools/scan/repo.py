@@ -8,13 +8,13 @@ hipifying profile drops what torch's hipify translates.
 from __future__ import annotations
 
 import os
-import posixpath
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, fields
 from multiprocessing import get_context
 from pathlib import Path
 
+from tools.cpp.tree import IncludeGraph, seed_for
 from tools.records import Failure
 from tools.scan.catalog import IDENTIFIER_RE
 from tools.scan.findings import dedupe_signatures
@@ -25,7 +25,6 @@ SKIP_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".t
                        ".eggs", "site-packages", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
 VENDORED_DIRS = frozenset({"third_party", "3rdparty", "third-party", "thirdparty", "vendor", "external"})
 _HEADER_KINDS = ("cuda_header", "cub", "cuda_std")
-_HEADER_SUFFIXES = (".h", ".hpp", ".hh", ".hxx", ".cuh", ".inl", ".ipp", ".tcc")
 PARALLEL_MIN_FILES = 200
 _CHUNK = 64
 
@@ -75,7 +74,7 @@ def discover(root: Path, *, include_vendored: bool = False) -> tuple[list[str], 
 
 
 _FIELDS = tuple(f.name for f in fields(Failure))
-_Packed = tuple[str, list[tuple], set[str], list[str], list[str], str | None]
+_Packed = tuple[str, list[tuple], tuple]
 
 
 def _scan_chunk(root: str, rels: list[str], hipify: bool) -> list[FileResult]:
@@ -85,13 +84,16 @@ def _scan_chunk(root: str, rels: list[str], hipify: bool) -> list[FileResult]:
 def _scan_chunk_packed(root: str, rels: list[str], hipify: bool) -> list[_Packed]:
     """A worker's results as plain tuples: they pickle and unpickle about twice as fast as
     dataclasses, which matters when a big tree has tens of thousands of findings."""
-    return [(r.path, [tuple(getattr(f, n) for n in _FIELDS) for f in r.findings], r.provides, r.includes,
-             r.cuda_includes, r.note) for r in _scan_chunk(root, rels, hipify)]
+    return [(r.path, [tuple(getattr(f, n) for n in _FIELDS) for f in r.findings],
+             tuple(getattr(r, n) for n in _RESULT_FIELDS)) for r in _scan_chunk(root, rels, hipify)]
+
+
+_RESULT_FIELDS = tuple(f.name for f in fields(FileResult) if f.name not in ("path", "findings"))
 
 
 def _unpack(packed: _Packed) -> FileResult:
-    path, findings, provides, includes, cuda_includes, note = packed
-    return FileResult(path, [Failure(*values) for values in findings], provides, includes, cuda_includes, note)
+    path, findings, rest = packed
+    return FileResult(path, [Failure(*values) for values in findings], *rest)
 
 
 def _scan_all(root: Path, rels: list[str], hipify: bool, jobs: int) -> list[FileResult]:
@@ -103,68 +105,21 @@ def _scan_all(root: Path, rels: list[str], hipify: bool, jobs: int) -> list[File
         return [_unpack(packed) for part in parts for packed in part]
 
 
-class _IncludeGraph:
-    """Resolves `#include` names to repo files the way a build with -I<every dir> would."""
+class _TreeView(IncludeGraph):
+    """The shared include graph plus what only the scan asks of it: compat names in scope."""
 
     def __init__(self, results: dict[str, FileResult]):
-        self.results = results
-        self.by_suffix: dict[str, list[str]] = {}
-        for rel in results:
-            self.by_suffix.setdefault(posixpath.basename(rel), []).append(rel)
+        super().__init__(results)
         self._visible: dict[str, set[str]] = {}
-        self._resolved: dict[tuple[str, str], list[str]] = {}
-
-    def resolve(self, includer: str, header: str) -> list[str]:
-        """Repo files an include may name: the one beside the includer, else any with that suffix."""
-        key = (posixpath.dirname(includer), header)
-        found = self._resolved.get(key)
-        if found is None:
-            beside = posixpath.normpath(posixpath.join(key[0], header))
-            if beside in self.results:
-                found = [beside]
-            else:
-                found = [p for p in self.by_suffix.get(posixpath.basename(header), ())
-                         if p == header or p.endswith("/" + header)]
-            self._resolved[key] = found
-        return found
 
     def visible_names(self, rel: str) -> set[str]:
         """CUDA names defined for ROCm by the file and everything it includes."""
-        if rel in self._visible:
-            return self._visible[rel]
-        names: set[str] = set()
-        seen, todo = {rel}, [rel]
-        while todo:
-            current = todo.pop()
-            names |= self.results[current].provides
-            for header in self.results[current].includes:
-                for target in self.resolve(current, header):
-                    if target not in seen:
-                        seen.add(target)
-                        todo.append(target)
-        self._visible[rel] = names
-        return names
+        if rel not in self._visible:
+            self._visible[rel] = set().union(*(self.files[p].provides for p in self.closure(rel)))
+        return self._visible[rel]
 
 
-    def rocm_reachable(self) -> set[str]:
-        """Files the ROCm build can compile: every source file and every header nobody includes,
-        plus what they include outside CUDA-only branches. A header reached only through
-        `#ifndef USE_ROCM` includes is CUDA-only, so its constructs need no ROCm guard."""
-        included = {t for r in self.results.values() for h in (*r.includes, *r.cuda_includes)
-                    for t in self.resolve(r.path, h)}
-        todo = [p for p in self.results if p not in included or not p.endswith(_HEADER_SUFFIXES)]
-        reached = set(todo)
-        while todo:
-            current = todo.pop()
-            for header in self.results[current].includes:
-                for target in self.resolve(current, header):
-                    if target not in reached:
-                        reached.add(target)
-                        todo.append(target)
-        return reached
-
-
-def _keep(f: Failure, graph: _IncludeGraph, hipify: bool) -> bool:
+def _keep(f: Failure, graph: _TreeView, hipify: bool) -> bool:
     if hipify and hipify_translates(f):
         return False
     symbol = f.symbol or ""
@@ -173,6 +128,20 @@ def _keep(f: Failure, graph: _IncludeGraph, hipify: bool) -> bool:
     if IDENTIFIER_RE.fullmatch(symbol):
         return symbol not in graph.visible_names(f.file or "")
     return True
+
+
+def _rescan_with_header_macros(root: Path, results: dict[str, FileResult], hipify: bool) -> None:
+    """Scan again, with the macros its headers define, each file whose `#if`s read one of them
+    (`#if VLLM_FP8_CVT_X2` where core/cuda_compat.h defines it per build). Few files qualify."""
+    graph = IncludeGraph(results)
+    exports = {rel: r.exports for rel, r in results.items() if r.exports}
+    for rel, result in results.items():
+        if not result.condition_names:
+            continue
+        seed = seed_for(graph, rel, exports)
+        seed = {name: pair for name, pair in seed.items() if name in result.condition_names}
+        if seed:
+            results[rel] = scan_path(root, rel, hipify=hipify, seed=seed)
 
 
 def scan_tree(path: str | Path, *, hipify: bool = False, jobs: int | None = None,
@@ -194,7 +163,8 @@ def scan_tree(path: str | Path, *, hipify: bool = False, jobs: int | None = None
         rels, problems = discover(root, include_vendored=include_vendored)
     jobs = jobs if jobs is not None else min(len(os.sched_getaffinity(0)), 8)
     results = {r.path: r for r in _scan_all(root, rels, hipify, jobs)}
-    graph = _IncludeGraph(results)
+    _rescan_with_header_macros(root, results, hipify)
+    graph = _TreeView(results)
     reachable = graph.rocm_reachable()
     findings = [f for r in results.values() if r.path in reachable for f in r.findings
                 if _keep(f, graph, hipify)]

@@ -6,17 +6,20 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tools.cpp.conditions import cuda_config, rocm_config
+from tools.cpp.lines import rocm_only_file
+from tools.cpp.preprocessor import Seed, walk
+from tools.cpp.source import SourceText
 from tools.records import Failure
-from tools.scan.conditions import cuda_config, rocm_config
 from tools.scan.patterns import cpp_findings
-from tools.scan.preprocessor import walk
 from tools.scan.python_rules import may_have_findings, python_findings
-from tools.scan.source import SourceText
 
-CPP_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".hh", ".hxx", ".cc", ".cpp", ".cxx", ".c", ".inl", ".ipp",
+CPP_SUFFIXES = (".hip", ".cu", ".cuh", ".h", ".hpp", ".hh", ".hxx", ".cc", ".cpp", ".cxx", ".c", ".inl", ".ipp",
                 ".tcc")
 PY_SUFFIXES = (".py",)
-_KERNEL_SUFFIXES = (".cu", ".cuh")
+_KERNEL_SUFFIXES = (".cu", ".cuh", ".hip")
+_DIRECTIVES = re.compile(rb"#[ \t]*(?:define|include)\b")
+"""Headers without a CUDA construct still matter to the tree: their includes and macros."""
 MAX_BYTES = 8 * 1024 * 1024
 """Larger files are generated code or data, not hand-written kernels: skipped with a note."""
 
@@ -43,6 +46,12 @@ class FileResult:
     """Headers it includes only where the ROCm build does not compile (`#ifndef USE_ROCM`)."""
     note: str | None = None
     """Why it was skipped or only partly scanned (binary, too large, unreadable, not Python)."""
+    exports: dict = field(default_factory=dict)
+    """Macros the file leaves defined, (ROCm, CUDA) per name: what files including it see."""
+    condition_names: set[str] = field(default_factory=set)
+    """Identifiers its #if conditions read: a rescan with header macros matters only if one is seeded."""
+    rocm_only: bool = False
+    """Only the ROCm build compiles it (.hip, rocm/ directory, unguarded hip/*.h include)."""
 
 
 def is_scannable(rel: str) -> bool:
@@ -63,29 +72,36 @@ def read_source(path: str | Path) -> tuple[bytes | None, str | None]:
     return data, None
 
 
-def scan_source(rel: str, data: bytes, *, hipify: bool = False) -> FileResult:
-    """Findings of one file's bytes; `rel` (repo-relative) decides C++ or Python and names it."""
+def scan_source(rel: str, data: bytes, *, hipify: bool = False, seed: Seed | None = None) -> FileResult:
+    """Findings of one file's bytes; `rel` (repo-relative) decides C++ or Python and names it;
+    `seed`: macros from the headers it includes (see tools.cpp.tree)."""
     result = FileResult(rel)
     is_python = rel.endswith(PY_SUFFIXES)
     if is_python and not may_have_findings(data):
         return result
     # Kernel files nearly always hold a candidate, so the extra pass would only cost time there.
-    if not is_python and not rel.endswith(_KERNEL_SUFFIXES) and not CPP_CANDIDATES.search(data):
+    if not is_python and not rel.endswith(_KERNEL_SUFFIXES) and not CPP_CANDIDATES.search(data) \
+            and not _DIRECTIVES.search(data):
         return result
     src = SourceText(rel, data.decode("utf-8", "surrogateescape"))
     if is_python:
         result.findings, result.note = python_findings(src)
         return result
-    regions = walk(src.masked, src.raw, rocm_config(hipify), cuda_config())
+    regions = walk(src.masked, src.raw, rocm_config(hipify), cuda_config(), seed)
+    result.exports, result.condition_names = regions.exports, regions.condition_names
+    result.rocm_only = rocm_only_file(rel, regions)
+    if result.rocm_only:
+        result.includes = [inc.header for inc in regions.includes if inc.rocm is not False]
+        return result
     result.findings, result.provides = cpp_findings(src, regions)
     result.includes = [inc.header for inc in regions.includes if inc.rocm is not False]
     result.cuda_includes = [inc.header for inc in regions.includes if inc.rocm is False]
     return result
 
 
-def scan_path(root: str | Path, rel: str, *, hipify: bool = False) -> FileResult:
+def scan_path(root: str | Path, rel: str, *, hipify: bool = False, seed: Seed | None = None) -> FileResult:
     """Read and scan `root/rel` (read exactly once)."""
     data, note = read_source(os.path.join(root, rel))
     if data is None:
         return FileResult(rel, note=note)
-    return scan_source(rel, data, hipify=hipify)
+    return scan_source(rel, data, hipify=hipify, seed=seed)

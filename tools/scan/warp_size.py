@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 
+from tools.cpp.preprocessor import Regions, region_name
+from tools.cpp.source import SourceText
 from tools.records import Failure
 from tools.scan.catalog import Construct
 from tools.scan.findings import make_finding
-from tools.scan.preprocessor import Regions, region_name
-from tools.scan.source import SourceText
 
 _SOURCE = Construct("warp_size", "warp_size_source",
                     "assumes 32 lanes; CDNA wavefronts have 64 (derive it from one warp-size source)")

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from tools.scan.conditions import cuda_config, evaluate, rocm_config
-from tools.scan.preprocessor import region_name, walk
-from tools.scan.source import SourceText
+from tools.cpp.conditions import cuda_config, evaluate, rocm_config
+from tools.cpp.preprocessor import region_name, walk
+from tools.cpp.source import SourceText
 
 
 @pytest.mark.parametrize("expr,rocm,cuda", [

@@ -13,7 +13,7 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
-from tools.scan.conditions import BuildConfig, Macro, evaluate
+from tools.cpp.conditions import BuildConfig, Macro, evaluate
 
 # Anchored on '#' (not '^') so the engine can skip to candidates; the line start is checked after.
 _DIRECTIVE = re.compile(r"#[ \t]*(?P<name>[a-z_]+)(?P<rest>(?:[^\n\\]|\\(?:\r?\n|.))*)")
@@ -71,6 +71,11 @@ class Regions:
     includes: list[Include] = field(default_factory=list)
     defines: list[tuple[str, int]] = field(default_factory=list)
     """(macro name, offset) of every #define, for compat-alias detection."""
+    exports: dict[str, tuple[Macro, Macro]] = field(default_factory=dict)
+    """What each macro the file #defines or #undefs is at its end, (ROCm, CUDA): what a file that
+    includes it sees. A macro defined only in branches a build skips is undefined in that build."""
+    condition_names: set[str] = field(default_factory=set)
+    """Identifiers the file's #if/#elif/#ifdef conditions read: a seed only matters if it names one."""
 
     def at(self, offset: int) -> tuple[Tri, Tri]:
         """(ROCm liveness, CUDA liveness) at an offset."""
@@ -103,12 +108,21 @@ def _starts_line(masked: str, pos: int) -> bool:
     return start == pos or masked[start:pos].isspace()
 
 
+Seed = dict[str, tuple[Macro, Macro]]
+"""Macros visible before the file's first line (from the headers it includes): name -> (ROCm, CUDA)."""
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
 class _Walker:
-    def __init__(self, rocm: BuildConfig, cuda: BuildConfig):
+    def __init__(self, rocm: BuildConfig, cuda: BuildConfig, seed: Seed | None = None):
         self.configs = (rocm.copy(), cuda.copy())
+        for name, pair in (seed or {}).items():
+            for config, macro in zip(self.configs, pair):
+                config.macros.setdefault(name, macro)
         self.live: tuple[Tri, Tri] = (True, True)
         self.stack: list[_Frame] = []
         self.regions = Regions()
+        self.touched: set[str] = set()
 
     def cond(self, expr: str) -> tuple[Tri, Tri]:
         return tuple(_truth(evaluate(expr, c)) for c in self.configs)  # type: ignore[return-value]
@@ -145,8 +159,11 @@ class _Walker:
         name, func, body = m.group(1), m.group(2), m.group(3).strip()
         if not undef:
             self.regions.defines.append((name, offset))
+        self.touched.add(name)
         for config, live in zip(self.configs, self.live):
             if live is False:
+                # Defined only where this build does not go: undefined here, not unknown.
+                config.macros.setdefault(name, Macro(False))
                 continue
             if live is None:
                 config.macros[name] = Macro(None)
@@ -157,9 +174,14 @@ class _Walker:
                 config.macros[name] = Macro(True, value)
 
 
-def walk(masked: str, raw: str, rocm: BuildConfig, cuda: BuildConfig) -> Regions:
-    """Liveness regions, includes and defines of one file (masked: comments/strings blanked)."""
-    w = _Walker(rocm, cuda)
+    def exports(self) -> dict[str, tuple[Macro, Macro]]:
+        return {n: (self.configs[0].lookup(n), self.configs[1].lookup(n)) for n in self.touched}
+
+
+def walk(masked: str, raw: str, rocm: BuildConfig, cuda: BuildConfig, seed: Seed | None = None) -> Regions:
+    """Liveness regions, includes, defines and exported macros of one file (masked: comments and
+    strings blanked); `seed` holds the macros its included headers define (see tools.cpp.tree)."""
+    w = _Walker(rocm, cuda, seed)
     for m in _DIRECTIVE.finditer(masked):
         if not _starts_line(masked, m.start()):
             continue
@@ -171,6 +193,8 @@ def walk(masked: str, raw: str, rocm: BuildConfig, cuda: BuildConfig) -> Regions
                 w.regions.includes.append(Include(inc.group(2).strip(), inc.group(1) == "<",
                                                   inc.start(2), *w.live))
             continue
+        if name in ("if", "ifdef", "ifndef", "elif", "elifdef", "elifndef"):
+            w.regions.condition_names.update(_WORD.findall(rest))
         if name in ("if", "ifdef", "ifndef"):
             word = rest.split()[0] if rest.split() else ""
             w.open(w.cond(rest) if name == "if" else w.defined(word, negate=name == "ifndef"))
@@ -191,4 +215,5 @@ def walk(masked: str, raw: str, rocm: BuildConfig, cuda: BuildConfig) -> Regions
         if w.live != w.regions.states[-1]:
             w.regions.starts.append(m.end())
             w.regions.states.append(w.live)
+    w.regions.exports = w.exports()
     return w.regions

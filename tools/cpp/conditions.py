@@ -41,6 +41,17 @@ class BuildConfig:
 
 
 _DEF, _UNDEF = Macro(True, 1), Macro(False)
+ROCM_MACROS = ("USE_ROCM", "__HIP_PLATFORM_AMD__", "__HIP_PLATFORM_HCC__", "__HIPCC__", "__HIP__")
+"""Defined by a ROCm build (hip-clang, or the build's -DUSE_ROCM); never by nvcc."""
+CUDA_COMPILER_MACROS = ("__CUDACC__", "__NVCC__", "__CUDA_ARCH__", "__CUDA_ARCH_LIST__", "CUDA_VERSION",
+                        "CUDART_VERSION", "__CUDACC_VER_MAJOR__", "__CUDACC_VER_MINOR__")
+"""Defined by nvcc or the CUDA toolkit headers; never by hip-clang (unless hipify rewrites them)."""
+OTHER_VENDOR_MACROS = ("USE_MUSA", "__MUSACC__", "__MUSA__", "USE_MACA", "__MACACC__", "__MACA__",
+                       "USE_NPU", "USE_ASCEND", "__CCE__", "USE_XPU", "__SYCL_DEVICE_ONLY__",
+                       "SYCL_LANGUAGE_VERSION", "__ILUVATAR__", "__COREX__", "USE_CAMBRICON", "__BANG__",
+                       "USE_HPU", "USE_DCU", "USE_IXDNN")
+"""Other accelerators' compilers and build flags (MUSA, MetaX, Ascend, XPU, Iluvatar, ...): undefined
+in both the ROCm and the CUDA build, so their branches are neither builds' code."""
 _CUDA_HEADERS = {"cuda": True, "cub/": True, "cuda_": True, "cudaTypedefs": True, "cublas": True,
                  "hip/": False, "hipcub/": False, "rocprim/": False, "rocwmma/": False, "hipblas": False}
 
@@ -57,7 +68,7 @@ def rocm_config(hipify: bool = False) -> BuildConfig:
     undefined = ["__HIP_PLATFORM_NVIDIA__", "__HIP_PLATFORM_NVCC__", "__NVCC__", "__CUDA_ARCH__",
                  "__CUDA_ARCH_LIST__", "__CUDACC_VER_MAJOR__", "__CUDACC_VER_MINOR__", "CUDA_VERSION",
                  "CUDART_VERSION", "__CUDA__", "USE_CUDA"]
-    macros = {m: _DEF for m in defined} | {m: _UNDEF for m in undefined}
+    macros = {m: _DEF for m in defined} | {m: _UNDEF for m in (*undefined, *OTHER_VENDOR_MACROS)}
     macros["__CUDACC__"] = _DEF if hipify else _UNDEF
     for name in ("HIP_VERSION", "HIP_VERSION_MAJOR", "HIP_VERSION_MINOR", "ROCM_VERSION"):
         macros[name] = Macro(True, None)
@@ -71,7 +82,7 @@ def cuda_config() -> BuildConfig:
     defined = ["__CUDACC__", "__NVCC__"]
     undefined = ["USE_ROCM", "__HIP_PLATFORM_AMD__", "__HIP_PLATFORM_HCC__", "__HIPCC__", "__HIP__",
                  "__HIP_DEVICE_COMPILE__", "HIP_VERSION", "ROCM_VERSION", "__HIP_PLATFORM_NVIDIA__"]
-    macros = {m: _DEF for m in defined} | {m: _UNDEF for m in undefined}
+    macros = {m: _DEF for m in defined} | {m: _UNDEF for m in (*undefined, *OTHER_VENDOR_MACROS)}
     return BuildConfig("cuda", macros, dict(_CUDA_HEADERS))
 
 

@@ -1,0 +1,103 @@
+"""A source tree's include graph, and the macros a file sees from the headers it includes.
+
+`#include` names resolve the way a build with `-I<every dir>` would: the file beside the includer
+first, else any repo file whose path ends with the name. A header's macros reach every file that
+includes it (transitively) through includes the ROCm build compiles; that is how
+`#if VLLM_FP8_CVT_X2` in a kernel is known to be 0 on ROCm when core/cuda_compat.h defines it so
+under `#ifdef USE_ROCM`. One level of macro flow is modelled: a header's exports are computed from
+its own text (plus the built-in ROCm/CUDA configurations), not from what its own includes define.
+"""
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable, Mapping
+from typing import Protocol
+
+from tools.cpp.conditions import Macro
+from tools.cpp.preprocessor import Seed
+
+HEADER_SUFFIXES = (".h", ".hpp", ".hh", ".hxx", ".cuh", ".inl", ".ipp", ".tcc")
+
+
+class IncludingFile(Protocol):
+    """What the graph reads of one file (tools.scan's FileResult is one)."""
+
+    includes: list[str]
+    """Headers included where the ROCm build compiles."""
+    cuda_includes: list[str]
+    """Headers included only where the ROCm build does not compile."""
+
+
+class IncludeGraph:
+    """Repo files and their `#include` edges; unresolved names (system headers) have no edge."""
+
+    def __init__(self, files: Mapping[str, IncludingFile]):
+        self.files = files
+        self.by_name: dict[str, list[str]] = {}
+        for rel in files:
+            self.by_name.setdefault(posixpath.basename(rel), []).append(rel)
+        self._resolved: dict[tuple[str, str], list[str]] = {}
+        self._closure: dict[str, frozenset[str]] = {}
+
+    def resolve(self, includer: str, header: str) -> list[str]:
+        """Repo files an include may name: the one beside the includer, else any with that suffix."""
+        key = (posixpath.dirname(includer), header)
+        found = self._resolved.get(key)
+        if found is None:
+            beside = posixpath.normpath(posixpath.join(key[0], header))
+            if beside in self.files:
+                found = [beside]
+            else:
+                found = [p for p in self.by_name.get(posixpath.basename(header), ())
+                         if p == header or p.endswith("/" + header)]
+            self._resolved[key] = found
+        return found
+
+    def closure(self, rel: str) -> frozenset[str]:
+        """The file and every repo header it includes, transitively, where ROCm compiles the include."""
+        if rel in self._closure:
+            return self._closure[rel]
+        seen, todo = {rel}, [rel]
+        while todo:
+            current = todo.pop()
+            for header in self.files[current].includes:
+                for target in self.resolve(current, header):
+                    if target not in seen:
+                        seen.add(target)
+                        todo.append(target)
+        self._closure[rel] = frozenset(seen)
+        return self._closure[rel]
+
+    def rocm_reachable(self, roots: Iterable[str] | None = None) -> set[str]:
+        """Files the ROCm build can compile: the roots (default: every source file and every header
+        nobody includes) plus what they include outside CUDA-only branches. A header reached only
+        through `#ifndef USE_ROCM` includes is CUDA-only."""
+        if roots is None:
+            included = {t for rel, f in self.files.items() for h in (*f.includes, *f.cuda_includes)
+                        for t in self.resolve(rel, h)}
+            roots = [p for p in self.files if p not in included or not p.endswith(HEADER_SUFFIXES)]
+        reached: set[str] = set()
+        for root in roots:
+            if root in self.files and root not in reached:
+                reached |= self.closure(root)
+        return reached
+
+
+def merge_exports(exports: Iterable[Mapping[str, tuple[Macro, Macro]]]) -> Seed:
+    """One seed from several headers' exported macros; where two disagree, that build's value is
+    unknown."""
+    seed: Seed = {}
+    unknown = Macro(None)
+    for table in exports:
+        for name, (rocm, cuda) in table.items():
+            old = seed.get(name)
+            if old is None:
+                seed[name] = (rocm, cuda)
+            else:
+                seed[name] = (rocm if rocm == old[0] else unknown, cuda if cuda == old[1] else unknown)
+    return seed
+
+
+def seed_for(graph: IncludeGraph, rel: str, exports: Mapping[str, Mapping[str, tuple[Macro, Macro]]]) -> Seed:
+    """The macros `rel` sees from the repo headers it includes (its own definitions excluded)."""
+    return merge_exports(exports[h] for h in sorted(graph.closure(rel)) if h != rel and exports.get(h))
