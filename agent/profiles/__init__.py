@@ -51,6 +51,20 @@ class LaunchSpec(BaseModel):
     smoke_prompt: str = "The capital of France is"
 
 
+class RocmSources(BaseModel):
+    """Where the framework's own build lists the sources it compiles for ROCm (read by `rocport scan`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    cmake: str | None = None
+    """A CMakeLists.txt (repo-relative) whose target sources, under `variables`, are the ROCm build."""
+    variables: dict[str, str] = Field(default_factory=dict)
+    """CMake variables the ROCm build sets (vLLM: VLLM_GPU_LANG=HIP)."""
+    cuda_variables: dict[str, str] = Field(default_factory=dict)
+    """The CUDA build's variables: a unit only the ROCm build lists is ROCm-only code (no findings)."""
+    setup_py: str | None = None
+    """A setup script (repo-relative) whose source-file literals are the ROCm build (sgl-kernel)."""
+
+
 class Profile(BaseModel):
     """Everything rocport needs to know about one serving framework."""
 
@@ -78,6 +92,8 @@ class Profile(BaseModel):
     """Globs of files that hold quantization exclusion lists."""
     images: list[str] = Field(default_factory=list)
     """Container images this framework is built and served in, the default first."""
+    rocm_sources: RocmSources | None = None
+    """How to read the ROCm build's source list: scan splits findings into compiled / not built."""
     install: str | None = None
     """Command that installs the Python side after the build (pip install -e . etc.)."""
     env: dict[str, str] = Field(default_factory=dict)

@@ -11,7 +11,7 @@ Per file
   (so `#ifdef ENABLE_BF16` code counts as compiled). Macros the file `#define`s under such
   conditions are followed (`#if VLLM_FP8_CVT_X2` after a ROCm-dependent define), and a macro
   defined only in branches a build skips is undefined in that build.
-  `Regions` answers: `.at(offset) -> (rocm, cuda)` liveness (True/False/None), `.rocm_compiles(offset)`,
+  `Regions` answers: `.at(offset) -> (rocm, cuda)` liveness (True/False/None), `.rocm_compiles(offset)`, `.shared_code(offset)` (both builds may compile it: where findings belong),
   `.includes` (header, angled, offset, rocm, cuda), `.defines`, `.exports` (macros the file leaves
   defined, per build, for files that include it), `.condition_names`.
 - `line_platforms(text, ...) -> list[str]`: per line 'both' | 'rocm' | 'cuda' | 'dead' (what the

@@ -85,6 +85,12 @@ class Regions:
         """False only where the ROCm build certainly skips the code."""
         return self.at(offset)[0] is not False
 
+    def shared_code(self, offset: int) -> bool:
+        """True where both builds may compile the code: neither a CUDA-only branch (guarded) nor a
+        ROCm-only one (the project's own ROCm code, never a finding)."""
+        rocm, cuda = self.at(offset)
+        return rocm is not False and cuda is not False
+
     def any_rocm_only(self) -> bool:
         return any(region_name(*s) == "rocm_only" for s in self.states)
 

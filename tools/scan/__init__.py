@@ -32,33 +32,50 @@ from typing import TYPE_CHECKING
 
 from tools.records import Failure
 from tools.scan.repo import ScanError, ScanReport, scan_tree
+from tools.scan.rocm_build import DEFAULT_PROFILE_EXCLUDES, read_build_list
 from tools.scan.sarif import to_sarif
 
 if TYPE_CHECKING:
     from agent.profiles import Profile
 
 
+def _load(profile: Profile | str | None) -> Profile | None:
+    if not isinstance(profile, str):
+        return profile
+    from agent.profiles import ProfileError, load_profile
+
+    try:
+        return load_profile(profile)
+    except ProfileError as exc:
+        raise ScanError(str(exc)) from exc
+
+
 def resolve_hipify(profile: Profile | str | None, hipify: bool | None) -> bool:
     """Whether the build hipifies: an explicit flag wins, else the profile's `hipify_at_build`."""
     if hipify is not None:
         return hipify
-    if profile is None:
-        return False
-    if isinstance(profile, str):
-        from agent.profiles import ProfileError, load_profile
-
-        try:
-            profile = load_profile(profile)
-        except ProfileError as exc:
-            raise ScanError(str(exc)) from exc
-    return bool(profile.hipify_at_build)
+    loaded = _load(profile)
+    return bool(loaded and loaded.hipify_at_build)
 
 
 def scan_report(path: str | Path, *, profile: Profile | str | None = None, jobs: int | None = None,
-                hipify: bool | None = None, include_vendored: bool = False) -> ScanReport:
-    """Scan a repo (or one file): findings plus what was skipped and why."""
-    return scan_tree(path, hipify=resolve_hipify(profile, hipify), jobs=jobs,
-                     include_vendored=include_vendored)
+                hipify: bool | None = None, include_vendored: bool = False,
+                exclude: tuple[str, ...] | None = None, select: tuple[str, ...] = ()) -> ScanReport:
+    """Scan a repo (or one file): findings plus what was skipped and why. With a profile, the ROCm
+    build's own source list splits findings (compiled for ROCm / not built) and tests/, benchmarks/,
+    docs/ are left out unless `exclude` says otherwise."""
+    loaded = _load(profile)
+    if exclude is None:
+        exclude = DEFAULT_PROFILE_EXCLUDES if loaded is not None else ()
+    build = None
+    if loaded is not None and loaded.rocm_sources is not None:
+        try:
+            build = read_build_list(Path(path), loaded.rocm_sources)
+        except (OSError, SyntaxError, ValueError) as exc:
+            raise ScanError(f"cannot read the ROCm source list named by profile {loaded.name}: {exc}; "
+                            f"fix the profile's rocm_sources or scan without --profile") from exc
+    return scan_tree(path, hipify=resolve_hipify(loaded, hipify), jobs=jobs, include_vendored=include_vendored,
+                     exclude=tuple(exclude), build=build, select=tuple(select))
 
 
 def scan_repo(path: str | Path, *, profile: Profile | str | None = None, jobs: int | None = None,

@@ -61,6 +61,8 @@ IDENTIFIER_SEARCH = re.compile(_IDENTIFIERS)
 character before a match themselves."""
 
 _DRIVER_RUNTIME = ("cudaGetDriverEntryPoint",)
+LAUNCH_ATTRIBUTE_APIS = ("cudaLaunchKernelEx", "cudaLaunchConfig", "cudaLaunchAttribute",
+                         "cudaGridDependencySynchronize", "cudaTriggerProgrammaticLaunchCompletion")
 
 
 def classify_identifier(name: str) -> Construct | None:
@@ -72,6 +74,10 @@ def classify_identifier(name: str) -> Construct | None:
         return Construct("warp_size", "warp_size_source", "CUB warp-size macro, undeclared under hipCUB")
     if name.startswith(("__nv_", "nv_bfloat", "__NV_")):
         return _type_construct(name)
+    if name.startswith(LAUNCH_ATTRIBUTE_APIS):
+        return Construct("stream_api", "launch_attribute_guard",
+                         "launch attributes / programmatic dependent launch: hipify has no mapping; guard "
+                         "it for CUDA and launch with <<<>>> on ROCm")
     if name.startswith("cublas"):
         return Construct("cublas", "hipblas_rename", "cuBLAS API", name.replace("cublas", "hipblas", 1))
     if name.startswith(_DRIVER_RUNTIME) or name.startswith(("cu", "CU", "PFN_cu")) and not \
@@ -102,6 +108,26 @@ def _type_construct(name: str) -> Construct | None:
 TENSOR_CORE_PTX = ("mma", "wgmma", "ldmatrix", "stmatrix", "movmatrix", "cp.async", "cp.reduce.async",
                    "mbarrier", "tcgen05", "wmma", "setmaxnreg", "griddepcontrol", "elect", "tensormap",
                    "fence.proxy")
+
+
+# PTX instruction names (the part before the first '.'), from the PTX ISA's instruction index. An asm
+# statement with none of them is another target's assembly (AMD GCN/CDNA `v_*`/`s_*`, x86 `pause`,
+# Arm `yield`): not PTX, not a finding.
+_PTX_NAMES = """
+abs activemask add addc and applypriority atom bar barrier bfe bfi bfind bmsk bra brev brkpt brx call
+clusterlaunchcontrol clz cnot copysign cos cp createpolicy cvt cvta discard div dp2a dp4a elect ex2 exit
+fence fma fns getctarank griddepcontrol isspacep istypep ld ldmatrix ldu lg2 lop3 mad mad24 madc mapa
+match max mbarrier membar min mma mov movmatrix mul mul24 multimem nanosleep neg not or pmevent popc
+prefetch prefetchu prmt rcp red redux rem ret rsqrt sad selp set setmaxnreg setp shf shfl shl shr sin
+slct sqrt st stackrestore stacksave stmatrix sub subc suld suq sured sust tanh tcgen05 tensormap testp
+tex tld4 trap txq vabsdiff vadd vmad vmax vmin vote vset vshl vshr vsub wgmma wmma xor
+"""
+PTX_INSTRUCTIONS = frozenset(_PTX_NAMES.split())
+
+
+def is_ptx(opcodes: list[str]) -> bool:
+    """True when at least one opcode is a PTX instruction."""
+    return any(op.split(".", 1)[0] in PTX_INSTRUCTIONS for op in opcodes)
 
 
 def ptx_construct(opcode: str) -> Construct:

@@ -6,11 +6,13 @@ CUDA_TYPE_NAME_MAP renames `__nv_bfloat16`/`__nv_bfloat162` (recent torch); the 
 the `cuda*` runtime API, cuBLAS and the classic driver API. Not translated, so still reported:
 `cuda_fp8.h`, `cudaTypedefs.h`, `cuda/std/*`, cub headers outside that list, warp intrinsics and
 warp width, warp-size literals, inline PTX, fp8 types, and the TMA/driver-entry-point API
-(`cuGetProcAddress`, `cuTensorMapEncode*`, `CUtensorMap`).
+(`cuGetProcAddress`, `cuTensorMapEncode*`, `CUtensorMap`), and launch attributes / PDL
+(`cudaLaunchKernelEx`, `cudaLaunchConfig_t`, `cudaLaunchAttribute*`, `cudaGridDependencySynchronize`).
 """
 from __future__ import annotations
 
 from tools.records import Failure
+from tools.scan.catalog import LAUNCH_ATTRIBUTE_APIS
 
 HIPIFIED_HEADERS = frozenset({
     "cuda.h", "cuda_runtime.h", "cuda_runtime_api.h", "cuda_profiler_api.h", "channel_descriptor.h",
@@ -38,5 +40,5 @@ def hipify_translates(finding: Failure) -> bool:
     if kind == "cublas":
         return True
     if kind == "stream_api":
-        return not symbol.startswith(_UNMAPPED_DRIVER)
+        return not symbol.startswith(_UNMAPPED_DRIVER + LAUNCH_ATTRIBUTE_APIS)
     return False

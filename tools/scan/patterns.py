@@ -11,6 +11,7 @@ import re
 from tools.cpp.preprocessor import Regions, region_name
 from tools.cpp.source import SourceText
 from tools.records import Failure
+from tools.scan.blockers import algorithm_findings, library_findings
 from tools.scan.catalog import (
     IDENTIFIER_RE,
     IDENTIFIER_SEARCH,
@@ -20,6 +21,7 @@ from tools.scan.catalog import (
 )
 from tools.scan.findings import make_finding
 from tools.scan.ptx import inline_asm_findings
+from tools.scan.warp_masks import HIP_LACKS, first_argument, mask_bits
 from tools.scan.warp_size import warp_size_findings
 
 # After a CUDA-named identifier: it is being defined (a helper function), not used.
@@ -54,7 +56,7 @@ def _defines_here(masked: str, m: re.Match) -> bool:
 def header_findings(src: SourceText, regions: Regions) -> list[Failure]:
     out = []
     for inc in regions.includes:
-        if inc.rocm is False:
+        if inc.rocm is False:  # a CUDA header even in a ROCm-only branch is a certain error
             continue
         construct = classify_header(inc.header)
         if construct is None:
@@ -74,6 +76,8 @@ def identifier_findings(src: SourceText, regions: Regions) -> tuple[list[Failure
     uses: dict[str, list[int]] = {}
     provides = {name for name, pos in regions.defines if regions.rocm_compiles(pos)}
     constructs: dict[str, Construct | None] = {}
+    narrow: dict[str, list[int]] = {}
+    """Warp-intrinsic uses whose mask is 32-bit in the ROCm build: a certain compile error."""
     for m in IDENTIFIER_SEARCH.finditer(masked):
         pos = m.start()
         if pos and (masked[pos - 1].isalnum() or masked[pos - 1] == "_"):
@@ -88,7 +92,11 @@ def identifier_findings(src: SourceText, regions: Regions) -> tuple[list[Failure
             continue
         if directive is None and _defines_here(masked, m):
             provides.add(name)
-        uses.setdefault(name, []).append(pos)
+        if regions.shared_code(pos):  # the ROCm-only branch is the project's own ROCm code
+            uses.setdefault(name, []).append(pos)
+            if constructs[name].kind == "warp_intrinsic" and masked.startswith("(", m.end()) \
+                    and mask_bits(first_argument(masked, m.end()), regions) == 32:
+                narrow.setdefault(name, []).append(pos)
     out = []
     for name, positions in uses.items():
         construct = constructs[name]
@@ -97,14 +105,24 @@ def identifier_findings(src: SourceText, regions: Regions) -> tuple[list[Failure
         out.append(make_finding(
             src, positions[0], construct, name, f"{name} outside a ROCm branch: {construct.note}",
             region=region_name(*regions.at(positions[0])),
-            facts={"occurrences": len(positions), "lines": line_numbers[:MAX_LINES_LISTED]}))
+            facts={"occurrences": len(positions), "lines": line_numbers[:MAX_LINES_LISTED],
+                   **_mask_facts(src, name, narrow)}))
     return out, {n for n in provides if IDENTIFIER_RE.fullmatch(n)}
+
+
+def _mask_facts(src: SourceText, name: str, narrow: dict[str, list[int]]) -> dict:
+    if name in HIP_LACKS:
+        return {"certain": True}
+    if name in narrow:
+        return {"certain": True, "mask32_lines": sorted({src.line_col(p)[0] for p in narrow[name]})}
+    return {}
 
 
 def cpp_findings(src: SourceText, regions: Regions) -> tuple[list[Failure], set[str]]:
     """Every CUDA-only construct the ROCm build would compile in this file, and the CUDA names the
     file defines for ROCm (see identifier_findings)."""
     identifiers, provides = identifier_findings(src, regions)
-    findings = (header_findings(src, regions) + identifiers + warp_size_findings(src, regions)
+    findings = (header_findings(src, regions) + library_findings(src, regions) + identifiers
+                + algorithm_findings(src, regions) + warp_size_findings(src, regions)
                 + inline_asm_findings(src, regions))
     return findings, provides

@@ -11,7 +11,7 @@ import re
 from tools.cpp.preprocessor import Regions, region_name
 from tools.cpp.source import SourceText
 from tools.records import Failure
-from tools.scan.catalog import TENSOR_CORE_PTX, ptx_construct
+from tools.scan.catalog import TENSOR_CORE_PTX, is_ptx, ptx_construct
 from tools.scan.findings import make_finding
 
 # Anchored on the literal "asm" (fast search); the `__` around it and the word start are checked after.
@@ -66,10 +66,10 @@ def inline_asm_findings(src: SourceText, regions: Regions) -> list[Failure]:
         start = m.start() - 2 if masked.startswith("__", max(0, m.start() - 2)) else m.start()
         if start and (masked[start - 1].isalnum() or masked[start - 1] == "_"):
             continue
-        if not regions.rocm_compiles(m.start()):
+        if not regions.shared_code(m.start()):
             continue
         opcodes, has_code = _statement_opcodes(src, m.end() - 1)
-        if not has_code:
+        if not has_code or (opcodes and not is_ptx(opcodes)):
             continue
         judged = [op for op in opcodes if op.startswith(TENSOR_CORE_PTX)]
         symbol = (judged or opcodes or ["asm"])[0]

@@ -7,6 +7,7 @@ hipifying profile drops what torch's hipify translates.
 """
 from __future__ import annotations
 
+import fnmatch
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -19,6 +20,7 @@ from tools.records import Failure
 from tools.scan.catalog import IDENTIFIER_RE
 from tools.scan.findings import dedupe_signatures
 from tools.scan.hipify import hipify_translates
+from tools.scan.rocm_build import BuildList, NotBuilt, real_blocker, summarize_not_built
 from tools.scan.scanner import FileResult, is_scannable, scan_path
 
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".tox", ".venv", "venv",
@@ -44,11 +46,25 @@ class ScanReport:
     """(repo-relative path, reason): binary, too large, unreadable file or directory, not Python."""
     hipify: bool = False
     seconds: float = 0.0
+    build: str | None = None
+    """Where the ROCm source list came from; None when the scan had none (every file may compile)."""
+    not_built: list[NotBuilt] = field(default_factory=list)
+    """Files with findings that the ROCm build does not compile, summarised per file."""
+    rocm_only: int = 0
+    """Files only the ROCm build compiles (.hip, rocm/, unguarded hip/*.h): never findings."""
 
 
-def discover(root: Path, *, include_vendored: bool = False) -> tuple[list[str], list[tuple[str, str]]]:
-    """Scannable repo-relative paths under root (sorted), and unreadable directories with reasons.
-    Symlinks are not followed out of the tree."""
+def excluded(rel: str, patterns: tuple[str, ...]) -> bool:
+    """True when a glob names the file, a directory above it, or a directory of that name anywhere
+    (`tests` leaves out tests/ and sgl-kernel/tests/ alike)."""
+    return any(fnmatch.fnmatch(rel, p) or fnmatch.fnmatch(rel, p.rstrip("/") + "/*")
+               or fnmatch.fnmatch(rel, "*/" + p.rstrip("/") + "/*") for p in patterns)
+
+
+def discover(root: Path, *, include_vendored: bool = False,
+             exclude: tuple[str, ...] = ()) -> tuple[list[str], list[tuple[str, str]]]:
+    """Scannable repo-relative paths under root (sorted, `exclude` globs left out), and unreadable
+    directories with reasons. Symlinks are not followed out of the tree."""
     files: list[str] = []
     problems: list[tuple[str, str]] = []
     skip = SKIP_DIRS if include_vendored else SKIP_DIRS | VENDORED_DIRS
@@ -63,7 +79,7 @@ def discover(root: Path, *, include_vendored: bool = False) -> tuple[list[str], 
         rel_dir = os.path.relpath(dirpath, root)
         for name in filenames:
             rel = name if rel_dir == "." else f"{rel_dir}/{name}".replace(os.sep, "/")
-            if not is_scannable(rel):
+            if not is_scannable(rel) or (exclude and excluded(rel, exclude)):
                 continue
             full = os.path.join(dirpath, name)
             if os.path.islink(full) and not os.path.realpath(full).startswith(root_real + os.sep):
@@ -145,8 +161,11 @@ def _rescan_with_header_macros(root: Path, results: dict[str, FileResult], hipif
 
 
 def scan_tree(path: str | Path, *, hipify: bool = False, jobs: int | None = None,
-              include_vendored: bool = False, root: str | Path | None = None) -> ScanReport:
-    """Scan a directory (or one file, named relative to `root`) and return findings plus skip notes."""
+              include_vendored: bool = False, root: str | Path | None = None, exclude: tuple[str, ...] = (),
+              build: BuildList | None = None, select: tuple[str, ...] = ()) -> ScanReport:
+    """Scan a directory (or one file, named relative to `root`) and return findings plus skip notes.
+    With a ROCm build list, findings outside the files it compiles go to `not_built`; `select`
+    keeps only those kinds."""
     started = time.perf_counter()
     target = Path(path)
     if not target.exists():
@@ -160,14 +179,24 @@ def scan_tree(path: str | Path, *, hipify: bool = False, jobs: int | None = None
         root, rels, problems = base, [rel], []
     else:
         root = target
-        rels, problems = discover(root, include_vendored=include_vendored)
+        rels, problems = discover(root, include_vendored=include_vendored, exclude=exclude)
     jobs = jobs if jobs is not None else min(len(os.sched_getaffinity(0)), 8)
     results = {r.path: r for r in _scan_all(root, rels, hipify, jobs)}
     _rescan_with_header_macros(root, results, hipify)
     graph = _TreeView(results)
     reachable = graph.rocm_reachable()
-    findings = [f for r in results.values() if r.path in reachable for f in r.findings
-                if _keep(f, graph, hipify)]
-    skipped = problems + [(r.path, r.note) for r in results.values() if r.note]
-    return ScanReport(str(root), dedupe_signatures(findings), len(rels), sorted(skipped), hipify,
-                      round(time.perf_counter() - started, 3))
+    compiled, rocm_only = reachable, set()
+    if build is not None:
+        compiled = graph.rocm_reachable(build.units - build.rocm_only)
+        rocm_only = graph.rocm_reachable(build.rocm_only) - compiled
+    kept = [f for r in results.values() if r.path in reachable for f in r.findings
+            if (not select or f.kind in select) and _keep(f, graph, hipify)]
+    in_build = [f for f in kept if f.file in compiled and (build is None or real_blocker(f))]
+    report = ScanReport(str(root), dedupe_signatures(in_build), len(rels),
+                        sorted(problems + [(r.path, r.note) for r in results.values() if r.note]), hipify,
+                        build=build.described if build else None,
+                        not_built=summarize_not_built([f for f in kept
+                                                       if f.file not in compiled and f.file not in rocm_only]),
+                        rocm_only=len(rocm_only | {r.path for r in results.values() if r.rocm_only}))
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report

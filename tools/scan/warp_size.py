@@ -120,15 +120,59 @@ def _candidates(masked: str):
             yield m.start("lit") if m.group("lit") else m.start("targ"), "warpSize", _CONST
 
 
+_LANE_SENSITIVE = re.compile(r"\b(__shfl(?:_up|_down)?(?:_sync)?|__ballot(?:_sync)?|__activemask)\s*\(")
+_WIDTH_ARG = {"__shfl": 3, "__shfl_up": 3, "__shfl_down": 3, "__shfl_sync": 4, "__shfl_up_sync": 4,
+              "__shfl_down_sync": 4}
+"""Argument count at which a shuffle names its width: with it, 32-lane groups stay 32-lane on ROCm."""
+_NEAR_LINES = 40
+
+
+def _argument_count(masked: str, open_paren: int) -> int:
+    depth, commas = 0, 0
+    for i in range(open_paren, min(len(masked), open_paren + 600)):
+        ch = masked[i]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                break
+        elif ch == "," and depth == 1:
+            commas += 1
+    return commas + 1
+
+
+def lane_sensitive_lines(masked: str, regions: Regions) -> list[int]:
+    """Offsets of cross-lane operations whose result depends on the wavefront being 32 lanes: a
+    shuffle that does not name its width (XOR shuffles below 32 stay within 32 lanes and are left
+    out), a ballot or an active mask (64 bits on ROCm)."""
+    out = []
+    for m in _LANE_SENSITIVE.finditer(masked):
+        name = m.group(1)
+        if not regions.shared_code(m.start()):
+            continue
+        width_at = _WIDTH_ARG.get(name)
+        if width_at is None or _argument_count(masked, m.end() - 1) < width_at:
+            out.append(m.start())
+    return out
+
+
 def warp_size_findings(src: SourceText, regions: Regions) -> list[Failure]:
-    """One finding per warp-size literal the ROCm build compiles."""
+    """One finding per warp-size literal the ROCm build compiles. `near_collective`: a lane-width
+    sensitive cross-lane operation is within 40 lines, so the literal may be a real 32-vs-64 bug
+    rather than a 32-lane logical group (which is correct on a 64-lane wavefront)."""
     seen: set[int] = set()
     out = []
+    sensitive = None
     for pos, symbol, construct in _candidates(src.masked):
-        if pos in seen or not regions.rocm_compiles(pos):
+        if pos in seen or not regions.shared_code(pos):
             continue
         seen.add(pos)
+        if sensitive is None:
+            sensitive = [src.line_col(p)[0] for p in lane_sensitive_lines(src.masked, regions)]
+        line = src.line_col(pos)[0]
         out.append(make_finding(src, pos, construct, symbol,
                                 f"warp-size literal `{symbol}`: {construct.note}",
-                                region=region_name(*regions.at(pos)), per_occurrence=True))
+                                region=region_name(*regions.at(pos)), per_occurrence=True,
+                                facts={"near_collective": any(abs(line - s) <= _NEAR_LINES for s in sensitive)}))
     return out

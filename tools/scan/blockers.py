@@ -1,0 +1,67 @@
+"""Constructs that need a real port, not a rename: CUDA-only libraries, launch attributes and
+programmatic dependent launch, cooperative-groups algorithms and CUB APIs hipCUB lacks.
+
+- A file including CUTLASS, CuTe, FlashInfer, DeepGEMM, the cuDNN frontend, ... gets one finding per
+  library ("exclude it from the ROCm build or port it"); the rest of that library's use is implied.
+- `cudaLaunchKernelEx`, `cudaLaunchConfig_t`, `cudaLaunchAttribute*`, `cudaGridDependencySynchronize`,
+  `cudaTriggerProgrammaticLaunchCompletion` (classified in catalog.py): hipify has no mapping.
+- `cg::reduce`, `cg::inclusive_scan`, `cg::greater`/`less`/`plus`... (cooperative_groups/reduce.h,
+  scan.h) and `cub::Traits<T>::TwiddleIn/Out`: no HIP or hipCUB counterpart.
+"""
+from __future__ import annotations
+
+import re
+
+from tools.cpp.headers import cuda_only_library
+from tools.cpp.preprocessor import Regions, region_name
+from tools.cpp.source import SourceText
+from tools.records import Failure
+from tools.scan.catalog import Construct
+from tools.scan.findings import make_finding
+
+_LIBRARY = Construct("cuda_only_dep", "exclude_or_port",
+                     "CUDA-only library with no ROCm build: exclude the file from the ROCm build or port it")
+_CG = Construct("warp_intrinsic", "no_hip_equivalent",
+                "cooperative-groups algorithm with no HIP equivalent (HIP has no cooperative_groups/reduce.h)")
+_CUB = Construct("cub", "no_hip_equivalent", "CUB internal with no hipCUB equivalent")
+_ALGORITHMS = re.compile(
+    r"\b(?:cg|cooperative_groups)::(?P<cg>reduce|inclusive_scan|exclusive_scan|reduce_update_async|reduce_store_async"
+    r"|greater|less|plus|bit_and|bit_or|bit_xor|invoke_one|invoke_one_broadcast)\b"
+    r"|\bcub::(?P<cub>Traits\s*<[^;{}]*?>\s*::\s*Twiddle(?:In|Out)|BaseTraits\s*<[^;{}]*?>\s*::\s*Twiddle(?:In|Out)"
+    r"|(?:Unsigned|Float)Bits\b)")
+
+
+def library_findings(src: SourceText, regions: Regions) -> list[Failure]:
+    """One finding per CUDA-only library a file includes where the ROCm build compiles it."""
+    out, seen = [], set()
+    for inc in regions.includes:
+        library = cuda_only_library(inc.header)
+        if library is None or library in seen or not regions.shared_code(inc.offset):
+            continue
+        seen.add(library)
+        out.append(make_finding(src, inc.offset - 1, _LIBRARY, library,
+                                f"includes {library} (<{inc.header}>): {_LIBRARY.note}",
+                                region=region_name(inc.rocm, inc.cuda), facts={"header": inc.header}))
+    return out
+
+
+def algorithm_findings(src: SourceText, regions: Regions) -> list[Failure]:
+    """Cooperative-groups algorithms and CUB internals hipCUB lacks, once per file and name."""
+    masked = src.masked
+    if "cg::" not in masked and "cooperative_groups::" not in masked and "cub::" not in masked:
+        return []
+    uses: dict[str, list[int]] = {}
+    for m in _ALGORITHMS.finditer(masked):
+        if not regions.shared_code(m.start()):
+            continue
+        name = f"cg::{m.group('cg')}" if m.group("cg") else "cub::" + re.sub(r"\s+", "", m.group("cub"))
+        name = re.sub(r"<.*>", "<T>", name)
+        uses.setdefault(name, []).append(m.start())
+    out = []
+    for name, positions in uses.items():
+        construct = _CG if name.startswith("cg::") else _CUB
+        lines = sorted({src.line_col(p)[0] for p in positions})
+        out.append(make_finding(src, positions[0], construct, name, f"{name}: {construct.note}",
+                                region=region_name(*regions.at(positions[0])),
+                                facts={"occurrences": len(positions), "lines": lines[:50], "certain": True}))
+    return out

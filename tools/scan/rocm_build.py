@@ -1,0 +1,128 @@
+"""The ROCm build's own view of a tree: which files it compiles, and what the rest would need.
+
+A profile's `rocm_sources` names the build's source list (tools/scan/build_lists.py). Files the
+ROCm build compiles are its translation units plus the repo headers they include where ROCm
+compiles the include. Findings there are real blockers; findings elsewhere are summarised per file
+("not in the ROCm build": what adding it to the build would take).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tools.records import Failure
+from tools.scan.build_lists import cmake_sources, setup_py_sources
+
+if TYPE_CHECKING:
+    from agent.profiles import RocmSources
+
+DEFAULT_PROFILE_EXCLUDES = ("tests", "test", "benchmarks", "docs", "examples")
+"""Directories a framework profile leaves out unless asked: no ROCm build compiles them."""
+
+
+@dataclass
+class BuildList:
+    """The ROCm translation units, relative to the scanned directory."""
+
+    units: set[str]
+    described: str
+    rocm_only: set[str] = field(default_factory=set)
+    """Units only the ROCm build lists (the CUDA build's list lacks them): ROCm code, no findings."""
+    """Where the list came from, for the report ('CMakeLists.txt with VLLM_GPU_LANG=HIP')."""
+
+
+@dataclass
+class NotBuilt:
+    """One file the ROCm build does not compile, with what it holds."""
+
+    path: str
+    kinds: dict[str, int] = field(default_factory=dict)
+    blockers: list[str] = field(default_factory=list)
+    """Constructs that need more than a rename to build for ROCm (CUDA-only libraries, tensor-core
+    PTX, launch attributes), deduplicated."""
+
+    def summary(self) -> str:
+        counts = ", ".join(f"{n} {k}" for k, n in sorted(self.kinds.items()))
+        needs = f"; needs a port of {', '.join(self.blockers)}" if self.blockers else "; renames/guards only"
+        return f"{counts}{needs}"
+
+
+def _repo_root(start: Path, relative_file: str) -> Path | None:
+    for candidate in (start, *start.parents):
+        if (candidate / relative_file).is_file():
+            return candidate
+    return None
+
+
+def read_build_list(scan_dir: Path, spec: RocmSources) -> BuildList | None:
+    """The ROCm units under `scan_dir`, found from the nearest ancestor holding the spec's file;
+    None when the tree has no such file (then every file counts as possibly compiled)."""
+    named = spec.cmake or spec.setup_py
+    if not named or not scan_dir.is_dir():
+        return None
+    repo = _repo_root(scan_dir.resolve(), named)
+    if repo is None:
+        return None
+    if spec.cmake:
+        units = cmake_sources(repo, spec.cmake, spec.variables)
+        rocm_only = units - cmake_sources(repo, spec.cmake, spec.cuda_variables) if spec.cuda_variables else set()
+        settings = " ".join(f"{k}={v}" for k, v in spec.variables.items())
+        described = f"{spec.cmake} targets with {settings}".strip()
+    else:
+        units, rocm_only = setup_py_sources(repo, named), set()
+        described = f"sources of {named}"
+    prefix = scan_dir.resolve().relative_to(repo).as_posix()
+    return BuildList(_under(units, prefix), described, _under(rocm_only, prefix))
+
+
+def _under(paths: set[str], prefix: str) -> set[str]:
+    """Repo-relative paths made relative to the scanned directory `prefix` (others dropped)."""
+    if prefix == ".":
+        return set(paths)
+    return {p[len(prefix) + 1:] for p in paths if p.startswith(prefix + "/")}
+
+
+_CERTAIN_KINDS = frozenset({"cuda_header", "cub", "cuda_std", "cuda_only_dep", "inline_ptx", "bf16_type",
+                            "fp16_type", "fp8_type", "stream_api", "cublas"})
+"""In shared code these do not compile on ROCm (missing header, undeclared name, PTX)."""
+
+
+def real_blocker(f: Failure) -> bool:
+    """Whether a finding in a file the ROCm build already compiles is a real problem: a certain
+    compile error, a warp intrinsic with a 32-bit mask or none on HIP, `warpSize` as a constant, or
+    a warp-size literal next to a lane-width-sensitive collective. A 32-lane logical group (lane
+    arithmetic with no such collective, explicit-width shuffles) is correct on a 64-lane wavefront."""
+    if f.kind in _CERTAIN_KINDS:
+        return True
+    if f.kind == "warp_intrinsic":
+        return bool(f.facts.get("certain"))
+    if f.kind == "warp_size":
+        return f.symbol == "warpSize" or bool(f.facts.get("near_collective"))
+    return True
+
+
+def _blocker(f: Failure) -> str | None:
+    if f.kind == "cuda_only_dep":
+        return f.symbol
+    if f.facts.get("judgment"):
+        return f"tensor-core PTX ({f.symbol})"
+    if f.facts.get("fix_family") in ("launch_attribute_guard", "no_hip_equivalent"):
+        return f.symbol
+    return None
+
+
+def summarize_not_built(findings: list[Failure]) -> list[NotBuilt]:
+    """Per file: finding counts by kind and the constructs that need a real port."""
+    by_file: dict[str, NotBuilt] = {}
+    counts: dict[str, Counter] = {}
+    for f in findings:
+        entry = by_file.setdefault(f.file or "", NotBuilt(f.file or ""))
+        counts.setdefault(entry.path, Counter())[f.kind] += 1
+        blocker = _blocker(f)
+        if blocker and blocker not in entry.blockers:
+            entry.blockers.append(blocker)
+    for path, entry in by_file.items():
+        entry.kinds = dict(counts[path])
+    return sorted(by_file.values(), key=lambda e: e.path)
