@@ -21,11 +21,10 @@ from sandboxes.base import CommandResult, SandboxError
 from sandboxes.docker_exec import ExecRunner
 from sandboxes.docker_service import DockerService, wait_inside
 from sandboxes.health import wait_ready
+from sandboxes.heartbeat import keepalive_argv, start_heartbeat, stop_heartbeat
 from sandboxes.local import ServiceNotReady
 from sandboxes.orphans import LABEL_OWNER, LABEL_SESSION, owner_labels
 
-# PID 1 only waits (and reaps what killed process groups leave behind); TERM ends it at once.
-KEEPALIVE = ["sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"]
 _OPEN: weakref.WeakSet[DockerSandbox] = weakref.WeakSet()
 
 
@@ -98,6 +97,8 @@ class DockerSandbox:
         self._tmp = None if logdir else tempfile.TemporaryDirectory(prefix="rocport-docker-")
         self.logdir = Path(logdir).resolve() if logdir else Path(self._tmp.name)
         self.logdir.mkdir(parents=True, exist_ok=True)
+        # PID 1 only waits and reaps; it exits when this process stops beating (killed), ending the container
+        self.heartbeat = start_heartbeat(self.logdir / f".heartbeat-{self.session}")
         self.container = self._create(path, mem_limit, cpus, pids_limit, mounts or [])
         self._exec = ExecRunner(self.client, self.container.id, self.logdir)
         _OPEN.add(self)
@@ -113,8 +114,9 @@ class DockerSandbox:
         if cpus:
             options["nano_cpus"] = int(cpus * 1e9)
         try:
-            return self.client.containers.run(self.image, KEEPALIVE, **options)
+            return self.client.containers.run(self.image, keepalive_argv(self.heartbeat), **options)
         except APIError as exc:
+            stop_heartbeat(self.heartbeat)
             self._cleanup_tmp()
             raise SandboxError(f"cannot start a container from {self.image}: {exc.explanation or exc}") from exc
 
@@ -175,6 +177,7 @@ class DockerSandbox:
         except NotFound:
             pass  # already gone: closing twice, or removed by orphan cleanup
         _OPEN.discard(self)
+        stop_heartbeat(self.heartbeat)
         self._cleanup_tmp()
 
     def __enter__(self) -> DockerSandbox:  # noqa: PYI034

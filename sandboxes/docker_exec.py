@@ -21,6 +21,10 @@ HOST_SLACK_S = 10  # past the inside deadline before the host kills the group it
 
 _RUN = (f'timeout -k {GRACE_S} "$1" bash -c "$2" >"$3.out" 2>"$3.err" </dev/null & '
         'echo $! >"$3.pid"; wait $!')
+# Every process of a command carries ROCPORT_COMMAND=<id> in its environment (setsid keeps it), so a
+# timed-out command's escapees are found by that marker and killed too.
+_KILL_MARKED = ('for d in /proc/[0-9]*; do grep -qsxz "ROCPORT_COMMAND=$1" "$d/environ" '
+                '&& kill -9 "${d#/proc/}" 2>/dev/null; done; exit 0')
 # `timeout 0` never fires; it is here for its process group and for forwarding TERM to the group.
 # The pid file appears whole (written aside, then renamed): a reader never sees it created but empty.
 _SPAWN = 'timeout 0 bash -c "$1" >>"$2" 2>&1 </dev/null & echo $! >"$3.tmp" && mv "$3.tmp" "$3"; wait $!'
@@ -71,9 +75,12 @@ class ExecRunner:
 
     def run(self, cmd: str, *, cwd: str, env: dict[str, str], timeout: float) -> CommandResult:
         """Run `cmd` with bash; a result even on failure or timeout."""
-        prefix = self.logdir / f".run-{next(self._ids)}"
+        number = next(self._ids)
+        prefix = self.logdir / f".run-{number}"
+        marker = f"{self.container_id[:12]}-{number}"
         started = time.monotonic()
-        exec_id = self._start(["sh", "-c", _RUN, "rocport", f"{timeout:.3f}", cmd, str(prefix)], cwd, env)
+        exec_id = self._start(["sh", "-c", _RUN, "rocport", f"{timeout:.3f}", cmd, str(prefix)], cwd,
+                              {**env, "ROCPORT_COMMAND": marker})
         finished = self._wait(exec_id, started + timeout + GRACE_S + HOST_SLACK_S)
         if not finished:
             self.signal_group(Path(f"{prefix}.pid"), "KILL")
@@ -81,6 +88,8 @@ class ExecRunner:
         elapsed = time.monotonic() - started
         code = self.inspect(exec_id).get("ExitCode")
         timed_out = not finished or (code in (124, 137) and elapsed >= timeout)
+        if timed_out:  # what left the process group (setsid, daemons) ends too
+            self._wait(self._start(["sh", "-c", _KILL_MARKED, "rocport", marker], "/", {}), time.monotonic() + 30)
         result = CommandResult(cmd=cmd, returncode=124 if timed_out else (code if code is not None else -1),
                                stdout=self._collect(Path(f"{prefix}.out")),
                                stderr=self._collect(Path(f"{prefix}.err")),

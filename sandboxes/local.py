@@ -5,12 +5,15 @@ import os
 import shlex
 import signal
 import subprocess
+import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 from sandboxes.base import HEAD_KEEP, OUTPUT_LIMIT, CommandResult, SandboxError
 from sandboxes.health import wait_ready
+from sandboxes.watchdog import kill_marked, process_start
 
 
 def _read_capped(path: Path, limit: int = OUTPUT_LIMIT, head: int = HEAD_KEEP) -> str:
@@ -96,11 +99,30 @@ class LocalSandbox:
         self.logdir = Path(logdir) if logdir else Path(self._tmp.name)
         self.logdir.mkdir(parents=True, exist_ok=True)
         self._services: list[LocalService] = []
+        self.session = uuid.uuid4().hex[:12]
+        self._commands = 0
+        self._watchdog: subprocess.Popen | None = None
 
     def _env(self, env: dict[str, str] | None) -> dict[str, str]:
+        """The command's environment, marked with this sandbox's session and a per-command id (what the
+        watchdog and the timeout kill look for: markers survive setsid, process groups do not)."""
         merged = dict(self.base_env)
         merged.update(env or {})
+        self._commands += 1
+        merged["ROCPORT_SANDBOX"] = self.session
+        merged["ROCPORT_COMMAND"] = f"{self.session}-{self._commands}"
+        self._watch()
         return merged
+
+    def _watch(self) -> None:
+        """Start the watchdog that ends this sandbox's processes if this process dies (kill -9 too)."""
+        if self._watchdog is not None:
+            return
+        me = os.getpid()
+        self._watchdog = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("watchdog.py")), str(me), process_start(me), self.session],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True, env={"PATH": os.environ.get("PATH", "")})
 
     def _cwd(self, cwd: str | None) -> str:
         if cwd is None:
@@ -113,8 +135,9 @@ class LocalSandbox:
         out_path = Path(self._tmp.name, f"run-{time.monotonic_ns()}")
         start = time.monotonic()
         with open(f"{out_path}.out", "wb") as out, open(f"{out_path}.err", "wb") as err:
+            environ = self._env(env)
             try:
-                proc = subprocess.Popen(["bash", "-c", cmd], cwd=self._cwd(cwd), env=self._env(env),
+                proc = subprocess.Popen(["bash", "-c", cmd], cwd=self._cwd(cwd), env=environ,
                                         stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                                         start_new_session=True)
             except OSError as exc:
@@ -125,6 +148,7 @@ class LocalSandbox:
             except subprocess.TimeoutExpired:
                 timed_out = True
                 _kill_group(proc, grace_s=2.0)
+                kill_marked(f"ROCPORT_COMMAND={environ['ROCPORT_COMMAND']}", grace_s=2.0)  # setsid escapees
             else:
                 try:  # a finished command must not leave background children running
                     os.killpg(proc.pid, signal.SIGKILL)
@@ -172,6 +196,10 @@ class LocalSandbox:
         for service in self._services:
             service.stop(grace_s=5)
         self._services.clear()
+        if self._watchdog is not None:
+            self._watchdog.terminate()
+            self._watchdog.wait()
+            self._watchdog = None
         self._tmp.cleanup()
 
     def __enter__(self) -> "LocalSandbox":

@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import docker
@@ -142,6 +143,36 @@ def test_command_not_found_is_a_result_naming_the_command(sandbox):
     result = sandbox.run("cmake-nonexistent --version")
     assert result.returncode == 127
     assert "cmake-nonexistent: command not found" in result.stderr
+
+
+def test_timeout_kills_what_escaped_with_setsid(sandbox):
+    result = sandbox.run("setsid sleep 301 & sleep 300", timeout=2)
+    assert result.timed_out
+    left = sandbox.run("ps -eo args")
+    assert "sleep 301" not in left.stdout, "a setsid escapee survived the build's timeout"
+
+
+def test_container_of_a_killed_owner_stops_by_itself(rocm_image, repo):
+    """No rocport command runs after the kill: the container's main process sees the heartbeat go stale."""
+    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import time
+        from sandboxes import DockerSandbox
+        sb = DockerSandbox({rocm_image!r}, {str(repo)!r})
+        sb.start("sleep 600", name="server")
+        print(sb.session, flush=True)
+        time.sleep(600)
+    """)], stdout=subprocess.PIPE, text=True, cwd=REPO_ROOT, env={**os.environ, "ROCPORT_HEARTBEAT_S": "0.5"})
+    session = child.stdout.readline().strip()
+    (container,) = _containers_of(session)
+    assert container.status == "running"
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and container.status == "running":
+        time.sleep(0.5)
+        container.reload()
+    assert container.status == "exited", "the killed owner's container and its server are still up"
+    container.remove(force=True)
 
 
 def test_container_is_removed_on_close(rocm_image, repo):

@@ -2,6 +2,7 @@
 import socket
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -76,3 +77,47 @@ def test_credentials_never_reach_the_sandbox(tmp_path, monkeypatch):
     with LocalSandbox(tmp_path) as sb:
         out = sb.run("env").stdout
     assert "should-not-leak" not in out and "ROCPORT_VISIBLE=yes" in out
+
+
+def test_timeout_kills_what_escaped_with_setsid(tmp_path):
+    marker = tmp_path / "escapee-alive"
+    with LocalSandbox(tmp_path) as sb:
+        r = sb.run(f"setsid bash -c 'sleep 3; touch {marker}' & sleep 60", timeout=1)
+        time.sleep(3.5)
+    assert r.timed_out
+    assert not marker.exists(), "a setsid escapee survived the timeout"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ")[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def test_server_of_a_killed_owner_stops_by_itself(tmp_path):
+    """kill -9 of the process that owns the sandbox: its watchdog ends the service, setsid children included."""
+    import os
+    import signal
+    import subprocess
+    import textwrap
+
+    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import time
+        from sandboxes import LocalSandbox
+        sb = LocalSandbox({str(tmp_path)!r})
+        svc = sb.start("bash -c 'setsid sleep 601 & echo $! > escaped; sleep 600'", name="server")
+        time.sleep(0.5)
+        print(svc.pid, flush=True)
+        time.sleep(600)
+    """)], stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2])
+    server = int(child.stdout.readline())
+    escaped = int((tmp_path / "escaped").read_text())
+    assert _alive(server) and _alive(escaped)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and (_alive(server) or _alive(escaped)):
+        time.sleep(0.2)
+    assert not _alive(server) and not _alive(escaped), "the killed owner's server is still running"
