@@ -16,6 +16,7 @@ from agent.observer import Observer, Sink
 from agent.profiles import Profile, load_profile
 from agent.proposer import Proposer, RulesProposer, llm_proposer_for
 from agent.rundir import RunDir, new_run_id
+from agent.runlock import RunLock, RunLocked
 from agent.state import PortState
 from agent.store import RunStore, open_checkpointer
 from sandboxes.base import SandboxError
@@ -61,12 +62,13 @@ def start_port(job: PortJob, *, sinks: list[Sink] | None = None, review: bool = 
     run_id = new_run_id(profile.name)
     rundir = RunDir(run_id)
     rundir.create(job_to_yaml(job))
+    lock = RunLock(rundir.path).acquire(run_id)
     store = RunStore()
     store.create(run_id, profile.name, job.framework.repo or profile.repo_url or "", job.framework.ref)
     observer = Observer(rundir, sinks)
     observer.emit("run_started", framework=profile.name, arch=job.target.arch, sandbox=job.sandbox.backend)
     initial = PortState(run_id=run_id, started_at=time.time())
-    return _drive(job, profile, rundir, store, observer, review, model, initial, announce=True)
+    return _drive(job, profile, rundir, store, observer, review, model, initial, lock, announce=True)
 
 
 def resume_port(run_id: str, *, sinks: list[Sink] | None = None, review: bool = False,
@@ -82,22 +84,38 @@ def resume_port(run_id: str, *, sinks: list[Sink] | None = None, review: bool = 
         job = load_job([str(rundir.job_file)])
     except JobError as exc:
         raise PortError(f"run {run_id}: its job.yaml no longer validates: {exc}") from exc
+    try:
+        lock = RunLock(rundir.path).acquire(run_id)
+    except RunLocked as exc:
+        raise PortError(str(exc)) from exc
+    profile = load_profile(job.framework.profile)
     store = RunStore()
+    if store.get(run_id) is None:  # killed before its row was written
+        store.create(run_id, profile.name, job.framework.repo or profile.repo_url or "", job.framework.ref)
     store.update(run_id, status="running")
     observer = Observer(rundir, sinks)
     observer.emit("run_resumed", answer=answer)
     resume_input = Command(resume=answer) if answer is not None else None
-    return _drive(job, load_profile(job.framework.profile), rundir, store, observer, review, model, resume_input,
-                  announce=False)
+    return _drive(job, profile, rundir, store, observer, review, model, resume_input, lock, announce=False)
 
 
 def _drive(job: PortJob, profile: Profile, rundir: RunDir, store: RunStore, observer: Observer, review: bool,
-           model: Any | None, graph_input: Any, *, announce: bool) -> PortResult:
+           model: Any | None, graph_input: Any, lock: RunLock, *, announce: bool) -> PortResult:
+    try:
+        return _invoke(job, profile, rundir, store, observer, review, model, graph_input, announce=announce)
+    finally:
+        lock.release()
+
+
+def _invoke(job: PortJob, profile: Profile, rundir: RunDir, store: RunStore, observer: Observer, review: bool,
+            model: Any | None, graph_input: Any, *, announce: bool) -> PortResult:
     saver = open_checkpointer()
     env = RunEnv(job=job, profile=profile, rundir=rundir, observer=observer, store=store, review=review,
                  proposers=_proposers(job, observer, model, announce))
     graph = build_graph(env, saver)
     config = {"configurable": {"thread_id": rundir.run_id}, "recursion_limit": 500}
+    if graph_input is None and saver.get_tuple(config) is None:  # killed before the first checkpoint
+        graph_input = PortState(run_id=rundir.run_id, started_at=time.time())
     try:
         out = graph.invoke(graph_input, config)
     except (SandboxError, LLMError) as exc:  # the user can fix these (image, daemon, endpoint), then resume

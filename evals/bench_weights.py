@@ -58,7 +58,7 @@ def build_tensors(layers: int, experts: int) -> dict[str, tuple[str, list[int]]]
 
 
 def write_checkpoint(root: Path, tensors: dict[str, tuple[str, list[int]]], shards: int, layers: int) -> None:
-    """Shards with real headers (data offsets included, tensor bytes omitted) and the index."""
+    """Shards with real headers and sparse data sections (no tensor bytes written), and the index."""
     names = list(tensors)
     per = -(-len(names) // shards)
     weight_map = {}
@@ -75,7 +75,9 @@ def write_checkpoint(root: Path, tensors: dict[str, tuple[str, list[int]]], shar
             offset += size
             weight_map[name] = fname
         raw = json.dumps(header).encode()
-        (root / fname).write_bytes(struct.pack("<Q", len(raw)) + raw)
+        with (root / fname).open("wb") as fh:
+            fh.write(struct.pack("<Q", len(raw)) + raw)
+            fh.truncate(8 + len(raw) + offset)  # sparse: the data extents are real, the bytes never written
     (root / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
     (root / "config.json").write_text(json.dumps({"architectures": ["DeepseekV3ForCausalLM"],
                                                   "num_hidden_layers": layers}))

@@ -6,11 +6,13 @@ failures in a unit go straight back to propose: no full rebuild until the wave i
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import git
 from langgraph.types import interrupt
 
+from agent.journal import Entry, WaveJournal, restore_commits, wave_key
 from agent.nodes.budget import budget_stop
 from agent.nodes.checkout import reset_to_head
 from agent.nodes.checks import Verdict, validate_compile
@@ -104,66 +106,125 @@ def _applied(repo: Path, proposal: dict) -> bool:
     return bool(git.Repo(repo).git.status("--porcelain", "--", *proposal["files"]).strip())
 
 
-def _commit(repo: git.Repo, proposal: dict, verdict: Verdict) -> str:
-    repo.git.add("--", *proposal["files"])
+def _message(proposal: dict, verdict: Verdict) -> str:
+    """The commit message of a kept patch: what it fixes, why, and the evidence of its checks."""
     evidence = "\n".join(f"- {c.name}: {'ok' if c.ok else 'FAILED'} {c.detail}" for c in verdict.checks)
     failure = proposal["failure"]
     where = failure.get("file") or failure.get("symbol") or ""
-    repo.git.commit("-m", f"rocport: fix {failure['kind']} {where} ({proposal['proposer']})\n\n"
-                          f"{proposal['rationale']}\n\nFailure: {failure.get('message', '')[:300]}\n"
-                          f"Evidence:\n{evidence}", "--", *proposal["files"])
+    return (f"rocport: fix {failure['kind']} {where} ({proposal['proposer']})\n\n"
+            f"{proposal['rationale']}\n\nFailure: {failure.get('message', '')[:300]}\n"
+            f"Evidence:\n{evidence}")
+
+
+def _commit(repo: git.Repo, files: list[str], message: str) -> str:
+    repo.git.add("--", *files)
+    repo.git.commit("-m", message, "--", *files)
     return repo.head.commit.hexsha
 
 
-def apply_check(state: PortState, env: RunEnv) -> dict:
-    """Apply, check, keep (commit) or revert every proposal of the wave."""
-    decisions = _review(state, env)
-    reset_to_head(state)
-    repo = git.Repo(state.repo_dir)
-    counters, outcomes, fixed = dict(state.counters), list(state.outcomes), list(state.fixed)
-    open_failures, unmasked = list(state.failures), []
-    head = state.head
-    loads_clean = False
+@dataclass
+class _Wave:
+    """What the wave has done so far (rebuilt from the journal when a killed wave is resumed)."""
+
+    counters: dict
+    outcomes: list[dict]
+    fixed: list[str]
+    head: str
+    unmasked: list[dict] = field(default_factory=list)
+    done: set[int] = field(default_factory=set)
+    loads_clean: bool = False
     """True when the last kept load-side patch's recheck loaded the checkpoint without any failure."""
+
+    def add(self, entry: Entry, commit: str | None) -> None:
+        """Count one finished proposal (`commit` is the kept patch's commit)."""
+        self.done.add(entry.index)
+        self.counters["unit_compiles"] += entry.unit_compiles
+        self.counters["load_checks"] += entry.load_checks
+        if entry.outcome is None:
+            return
+        if entry.checked:
+            self.loads_clean = entry.loads_clean
+        self.outcomes.append({**entry.outcome, "commit": commit} if commit else entry.outcome)
+        if commit:
+            self.head = commit
+            self.fixed.append(entry.outcome["proposal"]["failure_signature"])
+            self.unmasked += [f for f in entry.unmasked if not any(same_failure(f, u) for u in self.unmasked)]
+
+
+def _resume_wave(state: PortState, env: RunEnv, journal: WaveJournal, key: str) -> _Wave:
+    """The wave as far as the journal recorded it; the clone put at its last kept patch."""
+    wave = _Wave(dict(state.counters), list(state.outcomes), list(state.fixed), state.head)
+    entries = journal.entries(key)
+    if not entries:
+        reset_to_head(state)
+        return wave
+    commits = iter(restore_commits(state.repo_dir, state.head, entries))
+    for entry in entries:
+        wave.add(entry, next(commits) if entry.kept else None)
+    env.observer.emit("note", message=f"resumed the interrupted patch wave: {len(entries)} proposal(s) already "
+                                      f"checked ({sum(e.kept for e in entries)} kept) are not redone")
+    return wave
+
+
+def _record(env: RunEnv, journal: WaveJournal, wave: _Wave, entry: Entry, repo: git.Repo) -> None:
+    """Journal the verdict first, then commit a kept patch: a kill in between loses nothing."""
+    journal.record(entry)
+    proposal = entry.outcome["proposal"]
+    commit = _commit(repo, proposal["files"], entry.message) if entry.kept else None
+    wave.add(entry, commit)
+    kind, file = entry.kind, entry.file
+    if commit:
+        env.rundir.save_patch(kind, "kept", proposal["diff"])
+        env.observer.emit("patch_kept", proposer=proposal["proposer"], kind=kind, file=file, commit=commit,
+                          counters=wave.counters)
+    else:
+        env.rundir.save_patch(kind, "reverted" if entry.outcome["applied"] else "not-applied", proposal["diff"])
+        env.observer.emit("patch_reverted", proposer=proposal["proposer"], kind=kind, file=file,
+                          reason=entry.outcome["reason"], counters=wave.counters)
+
+
+def apply_check(state: PortState, env: RunEnv) -> dict:
+    """Apply, check, keep (commit) or revert every proposal of the wave; a resumed wave continues
+    after the last proposal its journal recorded."""
+    decisions = _review(state, env)
+    journal, key = WaveJournal(env.rundir.path / "journal.jsonl"), wave_key(state.iteration, state.head)
+    wave = _resume_wave(state, env, journal, key)
+    repo = git.Repo(state.repo_dir)
     for index, proposal in enumerate(state.proposals):
+        if index in wave.done:
+            continue
         record = Proposal.from_dict(proposal)
         if decisions.get(index) is False:
-            outcomes.append(PatchOutcome(record, applied=False, reason="rejected in review").to_dict())
-            env.observer.emit("patch_reverted", proposer=record.proposer, kind=proposal["kind"],
-                              file=proposal["failure"].get("file"), reason="rejected in review")
+            outcome = PatchOutcome(record, applied=False, reason="rejected in review").to_dict()
+            _record(env, journal, wave, Entry(key, index, outcome, kind=proposal["kind"], checked=False,
+                                              file=proposal["failure"].get("file")), repo)
             continue
-        verdict = check(state, env, proposal, open_failures + unmasked)
+        open_failures = state.failures + wave.unmasked
+        verdict = check(state, env, proposal, open_failures)
         if not verdict.applied and record.proposer.startswith("rule:"):
             # an earlier patch of this wave changed the file: ask the rules again on the new tree
             again = env.proposers[0].propose(Failure.from_dict(proposal["failure"]), workspace(state, env))
             if again is None:
                 env.observer.emit("note", message=f"{proposal['kind']} in {proposal['failure'].get('file')}: "
                                                   f"already covered by an earlier patch of this wave")
+                skipped = Entry(key, index, None, unit_compiles=verdict.unit_compiles,
+                                load_checks=verdict.load_checks)
+                journal.record(skipped)
+                wave.add(skipped, None)
                 continue
             proposal = {**proposal, **again.to_dict()}
             record = again
-            verdict = check(state, env, proposal, open_failures + unmasked)
-        counters["unit_compiles"] += verdict.unit_compiles
-        counters["load_checks"] += verdict.load_checks
-        loads_clean = verdict.ok and verdict.load_checks > 0 and not verdict.unmasked
-        file = proposal["failure"].get("file")
-        if verdict.ok:
-            head = _commit(repo, proposal, verdict)
-            fixed.append(record.failure_signature)
-            unmasked += [f for f in verdict.unmasked if not any(same_failure(f, u) for u in unmasked)]
-            outcomes.append(PatchOutcome(record, applied=True, checks=verdict.checks, kept=True,
-                                         reason="checks passed", commit=head).to_dict())
-            env.rundir.save_patch(proposal["kind"], "kept", record.diff)
-            env.observer.emit("patch_kept", proposer=record.proposer, kind=proposal["kind"], file=file,
-                              commit=head, counters=counters)
-        else:
-            outcomes.append(PatchOutcome(record, applied=verdict.applied, checks=verdict.checks, kept=False,
-                                         reason=verdict.reason).to_dict())
-            env.rundir.save_patch(proposal["kind"], "reverted" if verdict.applied else "not-applied", record.diff)
-            env.observer.emit("patch_reverted", proposer=record.proposer, kind=proposal["kind"], file=file,
-                              reason=verdict.reason, counters=counters)
-    update = _next(state, env, counters, outcomes, fixed, head, unmasked)
-    if loads_clean and not update.get("stop_reason"):
+            verdict = check(state, env, proposal, open_failures)
+        outcome = PatchOutcome(record, applied=verdict.applied, checks=verdict.checks, kept=verdict.ok,
+                               reason="checks passed" if verdict.ok else verdict.reason).to_dict()
+        entry = Entry(key, index, outcome, kind=proposal["kind"], file=proposal["failure"].get("file"),
+                      unmasked=verdict.unmasked,
+                      unit_compiles=verdict.unit_compiles, load_checks=verdict.load_checks,
+                      loads_clean=verdict.ok and verdict.load_checks > 0 and not verdict.unmasked,
+                      message=_message(proposal, verdict) if verdict.ok else "")
+        _record(env, journal, wave, entry, repo)
+    update = _next(state, env, wave.counters, wave.outcomes, wave.fixed, wave.head, wave.unmasked)
+    if wave.loads_clean and not update.get("stop_reason"):
         # the recheck just loaded the checkpoint: no second load check before the launch
         update["stages"] = {**state.stages, "load": {**state.stages.get("load", {}), "status": "passed",
                                                       "detail": "loads after the kept patches"}}

@@ -1,6 +1,7 @@
 """checkout: clone the framework (URL or local path) at its ref into the run dir, on a work branch."""
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import git
@@ -41,6 +42,8 @@ def checkout(state: PortState, env: RunEnv) -> dict:
     if state.repo_dir and Path(state.repo_dir, ".git").exists():
         return {}
     source = _source(env)
+    if dest.exists():  # a clone that a killed process left half-made (no checkpoint recorded it)
+        shutil.rmtree(dest)
     try:
         repo = git.Repo.clone_from(source, dest)
     except git.GitCommandError as exc:

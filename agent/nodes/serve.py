@@ -72,9 +72,9 @@ def serve(state: PortState, env: RunEnv) -> dict:
             "history": history, "stop_reason": reason}
 
 
-def _with(state: PortState, counters: dict) -> PortState:
+def _with(state: PortState, counters: dict, stages: dict | None = None) -> PortState:
     from dataclasses import replace
-    return replace(state, counters=counters)
+    return replace(state, counters=counters, stages=stages if stages is not None else state.stages)
 
 
 def bench(state: PortState, env: RunEnv) -> dict:
@@ -83,12 +83,17 @@ def bench(state: PortState, env: RunEnv) -> dict:
     if not env.job.bench.enabled:
         stages["bench"] = {"status": "skipped", "detail": "bench.enabled is false"}
         return {"stages": stages}
+    relaunch: dict = {}
+    if (env.server is None or not env.server.alive()) and state.stages.get("serve", {}).get("status") == "passed":
+        relaunch = _relaunch(state, env)  # a resumed run: the process that launched the server was killed
+        if env.server is None:
+            return relaunch
+        state = _with(state, relaunch["counters"], relaunch["stages"])
+        stages = dict(state.stages)
     if env.server is None or not env.server.alive():
         serve = state.stages.get("serve", {}).get("status", "not reached")
-        why = ("the server is not running in this process (resumed run?)" if serve == "passed"
-               else f"no server (serve {serve})")  # e.g. a build-only job: not a resume problem
-        stages["bench"] = {"status": f"not run: {why}"}
-        return {"stages": stages}
+        stages["bench"] = {"status": f"not run: no server (serve {serve})"}  # e.g. a build-only job
+        return {"stages": stages, **({"counters": state.counters} if relaunch else {})}
     from tools.bench import BenchConfig, Workload, preset, run_bench
 
     spec = env.job.bench
@@ -109,7 +114,21 @@ def bench(state: PortState, env: RunEnv) -> dict:
     stages["bench"] = {"status": "passed" if valid else "failed", "json": str(path),
                        "detail": "; ".join(result.get("invalid_reasons", [])) or "valid"}
     env.observer.emit("stage", stage="bench", status=stages["bench"]["status"], detail=stages["bench"]["detail"])
-    return {"stages": stages, "bench": result}
+    return {"stages": stages, "bench": result, **({"counters": state.counters} if relaunch else {})}
+
+
+def _relaunch(state: PortState, env: RunEnv) -> dict:
+    """Launch the server again for the benchmark of a resumed run (counted as a launch, within budget)."""
+    stop = budget_stop(state, env, "serve")
+    if stop:
+        stages = {**state.stages, "bench": {"status": f"not run: the server must be relaunched after the resume "
+                                                      f"but the {stop.removeprefix('budget: ')}"}}
+        return {"stages": stages, "stop_reason": stop}
+    env.observer.emit("note", message="resumed before the benchmark: relaunching the server")
+    update = serve(state, env)
+    if env.server is None:  # it no longer comes up: its failures are reported
+        update["stages"] = {**update["stages"], "bench": {"status": "not run: the relaunched server failed"}}
+    return update
 
 
 def _vocab_size(env: RunEnv) -> int | None:

@@ -206,6 +206,21 @@ def test_port_corrupt_or_missing_checkpoint_stops_before_any_build(tmp_path, hom
     assert not (home / "runs").is_dir() or not any((home / "runs").iterdir())  # nothing was started
 
 
+def test_port_checkpoint_claiming_a_petabyte_stops_before_any_build(tmp_path, home, git_repo):
+    """A header whose data_offsets point past the end of the file (a forged or cut shard) is caught from
+    the header alone, in milliseconds, before anything is cloned or built."""
+    import json
+
+    repo = git_repo(HEADER_FAULTS)
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    header = json.dumps({"w": {"dtype": "BF16", "shape": [1 << 25, 1 << 24], "data_offsets": [0, 10**15]}}).encode()
+    (ckpt / "model.safetensors").write_bytes(len(header).to_bytes(8, "little") + header + b"\0" * 64)
+    job = [a for s in make_job(tmp_path, repo, f"model.path={ckpt}") for a in ("-c", s)]
+    one_line_error(rocport(home, "port", *job), "model.safetensors", "1000000000000000", "re-download")
+    assert not (home / "runs").is_dir() or not any((home / "runs").iterdir())
+
+
 def test_pr_bad_remote_token_endpoint_or_author_keeps_the_patches(tmp_path, home, git_repo, hipcc, nvcc):
     repo = git_repo(HEADER_FAULTS)
     job = [a for s in make_job(tmp_path, repo, "strategy=rules") for a in ("-c", s)]

@@ -70,8 +70,10 @@ def test_sharded_checkpoint_names_shapes_dtypes(tmp_path):
 def test_single_file_is_read_from_its_header_only(tmp_path):
     save_file({"a.weight": np.ones((3, 5), np.float32)}, str(tmp_path / "model.safetensors"))
     path = tmp_path / "model.safetensors"
-    with path.open("r+b") as fh:  # cut the tensor bytes off: headers alone must still read
+    size = path.stat().st_size
+    with path.open("r+b") as fh:  # drop the tensor bytes (a sparse hole of the same size): headers alone read
         fh.truncate(8 + struct.unpack("<Q", path.read_bytes()[:8])[0])
+        fh.truncate(size)
     ck = load_checkpoint(tmp_path)
     assert ck.tensors["a.weight"].shape == [3, 5] and ck.tensors["a.weight"].dtype == "F32"
 
@@ -113,10 +115,23 @@ def test_remap_from_real_checkpoint_names(tmp_path):
         ("model.layers.2.mlp.shared_experts", "model.mtp.mlp.shared_expert"), ("model.layers.2", "model.mtp")]
 
 
+def _claim(path, end) -> None:
+    """Rewrite the shard's header so its first tensor claims data up to `end`; the data stays as it was."""
+    raw = path.read_bytes()
+    (size,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + size])
+    name = next(n for n in header if n != "__metadata__")
+    header[name]["data_offsets"] = [0, end]
+    text = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(text)) + text + raw[8 + size:])
+
+
 @pytest.mark.parametrize("damage, message", [
     (lambda p: p.write_bytes(b"\x05\x00"), "truncated safetensors file"),
     (lambda p: p.write_bytes(struct.pack("<Q", 500) + b"{}"), "truncated header"),
     (lambda p: p.write_bytes(struct.pack("<Q", 9) + b"{not json"), "not valid JSON"),
+    (lambda p: _claim(p, 10**15), "ends at byte 1000000000000000"),
+    (lambda p: _claim(p, "x"), "no [begin, end] data_offsets"),
 ])
 def test_corrupt_shard_is_one_line_naming_the_file(tmp_path, damage, message):
     _mtp_checkpoint(tmp_path)

@@ -71,6 +71,7 @@ def read_header(path: Path) -> dict[str, TensorInfo]:
                 raise CheckpointError(f"{path}: header length {size} is not a safetensors header; "
                                       f"the file is corrupt or not safetensors, re-download it")
             raw = fh.read(size)
+            data_bytes = path.stat().st_size - 8 - size
     except OSError as exc:
         raise CheckpointError(f"{path}: cannot read ({exc.strerror}); check the path and permissions") from exc
     if len(raw) < size:
@@ -88,8 +89,25 @@ def read_header(path: Path) -> dict[str, TensorInfo]:
         if not isinstance(meta, dict) or "dtype" not in meta or "shape" not in meta:
             raise CheckpointError(f"{path}: tensor {name!r} has no dtype/shape in the header; "
                                   f"re-download this shard")
+        _check_extent(path, name, meta.get("data_offsets"), data_bytes)
         tensors[name] = TensorInfo(name, path.name, meta["dtype"], meta["shape"])
     return tensors
+
+
+def _check_extent(path: Path, name: str, offsets, data_bytes: int) -> None:
+    """A tensor's data_offsets [begin, end) must lie inside the file's data section: a header that claims
+    more bytes than the file holds is a truncated or forged shard, found before any load is tried."""
+    if (not isinstance(offsets, list) or len(offsets) != 2
+            or not all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)):
+        raise CheckpointError(f"{path}: tensor {name!r} has no [begin, end] data_offsets in the header; "
+                              f"re-download this shard")
+    begin, end = offsets
+    if not 0 <= begin <= end:
+        raise CheckpointError(f"{path}: tensor {name!r} has data_offsets {offsets} (begin after end); "
+                              f"re-download this shard")
+    if end > data_bytes:
+        raise CheckpointError(f"{path}: tensor {name!r} ends at byte {end} of the data but the file holds "
+                              f"{max(data_bytes, 0)}; the shard is truncated or corrupt, re-download it")
 
 
 def read_index(path: Path) -> dict[str, str]:

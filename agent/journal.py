@@ -1,0 +1,100 @@
+"""The wave journal: every checked proposal of an apply_check wave, recorded before its commit.
+
+LangGraph checkpoints a node only when it returns, so a run killed inside apply_check used to redo
+the whole wave on resume (reset to the wave's start, recompile, recommit). Now each proposal's
+verdict is appended (and fsynced) to runs/<id>/journal.jsonl the moment it is known, before the
+kept patch is committed; a resumed wave replays the journal instead of redoing the work:
+
+- the i-th kept entry of a wave is the i-th commit after the wave's start (commits happen in
+  journal order, one per kept entry), so a kill between the entry and its commit is seen as a kept
+  entry without a commit, and the commit is made from the recorded diff and message;
+- reverted and skipped proposals are not checked again; their counts stay counted once.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import git
+
+from tools.patching import apply_diff
+
+
+def wave_key(iteration: int, head: str) -> str:
+    """One apply_check wave: the proposals of iteration N, applied on top of `head`."""
+    return f"{iteration}:{head}"
+
+
+@dataclass
+class Entry:
+    """What one proposal of a wave came to."""
+
+    wave: str
+    index: int
+    outcome: dict | None
+    """The PatchOutcome dict; None when the proposal was skipped (covered by an earlier patch)."""
+    unmasked: list[dict] = field(default_factory=list)
+    unit_compiles: int = 0
+    load_checks: int = 0
+    loads_clean: bool = False
+    kind: str = ""
+    file: str | None = None
+    """The failure's kind and file (what the patch events name)."""
+    checked: bool = True
+    """False when no check ran (rejected in review)."""
+    message: str = ""
+    """The commit message of a kept patch (so a kill before the commit can still commit it)."""
+
+    @property
+    def kept(self) -> bool:
+        return bool(self.outcome and self.outcome.get("kept"))
+
+
+class WaveJournal:
+    """Append-only JSON lines under the run dir; a torn last line (killed mid-write) is ignored."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def record(self, entry: Entry) -> None:
+        """Append one entry and force it to disk before the caller commits anything."""
+        line = json.dumps(entry.__dict__, default=str) + "\n"
+        with self.path.open("a") as fh:
+            fh.write(line)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def entries(self, wave: str) -> list[Entry]:
+        """The entries of one wave, in the order they were recorded."""
+        if not self.path.is_file():
+            return []
+        out = []
+        for line in self.path.read_text(errors="replace").splitlines():
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # the process died while writing this line: that proposal was not finished
+            if data.get("wave") == wave:
+                out.append(Entry(**data))
+        return out
+
+
+def restore_commits(repo_dir: str, start: str, entries: list[Entry]) -> list[str]:
+    """Put the clone at the last kept patch of the journaled entries and return each kept entry's commit
+    (oldest first). Commits already made are reused; a kept entry whose commit never happened is
+    committed now from its recorded diff; edits of an unfinished proposal are discarded."""
+    repo = git.Repo(repo_dir)
+    made = [c.hexsha for c in repo.iter_commits(f"{start}..HEAD", reverse=True)]
+    kept = [e for e in entries if e.kept]
+    shas = made[:len(kept)]
+    repo.git.reset("--hard", shas[-1] if shas else start)
+    repo.git.clean("-fdq")  # ignored build outputs stay
+    for entry in kept[len(shas):]:
+        proposal = entry.outcome["proposal"]
+        apply_diff(Path(repo_dir), proposal["diff"])
+        repo.git.add("--", *proposal["files"])
+        repo.git.commit("-m", entry.message, "--", *proposal["files"])
+        shas.append(repo.head.commit.hexsha)
+    return shas
