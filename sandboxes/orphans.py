@@ -10,23 +10,13 @@ import socket
 
 from docker.errors import APIError, DockerException, NotFound
 
+from sandboxes.watchdog import process_start
+
 LABEL_OWNER = "rocport.owner"
 LABEL_OWNER_START = "rocport.owner_start"
 LABEL_HOST = "rocport.host"
 LABEL_SESSION = "rocport.session"
 LABEL_WORKDIR = "rocport.workdir"
-
-
-def process_start(pid: int) -> str:
-    """The kernel's start time of `pid` (clock ticks since boot), '' when unknown; tells pid reuse apart."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
-            stat = fh.read()
-    except OSError:
-        return ""
-    # The command name may hold spaces or parentheses; fields are counted after its closing ')'.
-    fields = stat[stat.rfind(")") + 2:].split()
-    return fields[19] if len(fields) > 19 else ""
 
 
 def owner_labels(session: str, workdir: str) -> dict[str, str]:

@@ -24,24 +24,10 @@ import pytest
 
 from agent.config import load_job
 from agent.port import start_port
-from tests.agent.portfixture import BUILD_SH, SCALE
+from tests.agent.portfixture import BUILD_SH, PROFILE, SCALE
 
 ROCPORT = [sys.executable, "-c", "from agent.cli import main; main()"]
 TINYSERVE = Path(__file__).resolve().parents[2] / "agent" / "profiles" / "tinyserve.yaml"
-
-PROFILE = """\
-name: tinyserve-kernels
-description: the tinyserve CPU server with two CUDA-first kernels in kernels/, built with host hipcc
-build:
-  rocm: bash build_kernels.sh {arch}
-  timeout_s: 600
-unit:
-  hip: hipcc -x hip --offload-arch={arch} -DUSE_ROCM -Ikernels -c {file} -o {out}
-  cuda: nvcc -arch=sm_90 -Ikernels -c {file} -o {out}
-  cuda_preprocess: nvcc -E -Ikernels {file}
-  sources: ["kernels/*.cu"]
-"""
-
 
 @pytest.fixture(scope="module")
 def fixture_job(tmp_path_factory, hipcc, nvcc) -> Path:
@@ -61,7 +47,8 @@ def fixture_job(tmp_path_factory, hipcc, nvcc) -> Path:
     subprocess.run([sys.executable, "-m", "tinyserve.make_checkpoint", "--out", str(root / "model")],
                    cwd=repo, check=True, capture_output=True)
     tinyserve = yaml.safe_load(TINYSERVE.read_text())
-    profile = yaml.safe_load(PROFILE)
+    profile = yaml.safe_load(PROFILE.replace("csrc", "kernels").replace("build.sh", "build_kernels.sh"))
+    profile["name"] = "tinyserve-kernels"
     for key in ("launch", "expected_params", "load_check", "model_loaders", "quant_configs", "env"):
         profile[key] = tinyserve[key]
     (root / "profile.yaml").write_text(yaml.safe_dump(profile))
