@@ -141,6 +141,8 @@ class PortJob(_Section):
     """Who proposes patches: rules then the LLM (when configured), one of them alone, `naive` (rules+LLM,
     but one patch at a time, each proven only by a full rebuild or relaunch: the eval baseline), or
     `none` (validate only: build, load, serve, bench without patching)."""
+    until: Literal["scan", "unit", "build", "load", "serve", "bench"] | None = None
+    """Stop after this stage (scan; unit = the image preflight; build; load; serve; bench = everything)."""
 
 
 def _parse_value(text: str) -> Any:

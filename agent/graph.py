@@ -1,7 +1,7 @@
 """The port loop as a LangGraph StateGraph.
 
 ```
-checkout -> scan -> build -> diagnose --failures--> propose -> apply_check --unmasked--> propose
+checkout -> scan -> preflight -> build -> diagnose --failures--> propose -> apply_check --unmasked--> propose
                                   \\--green--> load_check --failures--> propose     \\--wave done--> build | load_check
                                                    \\--ok--> serve --failures--> propose
                                                                \\--ok--> bench -> report
@@ -23,6 +23,7 @@ from agent.nodes.build import build, diagnose
 from agent.nodes.checkout import checkout
 from agent.nodes.env import RunEnv
 from agent.nodes.load_check import load_check
+from agent.nodes.preflight import preflight
 from agent.nodes.propose import propose
 from agent.nodes.report import report, write_state
 from agent.nodes.scan import scan
@@ -30,7 +31,7 @@ from agent.nodes.serve import bench, serve
 from agent.state import PortState
 
 NODES: dict[str, Callable[[PortState, RunEnv], dict]] = {
-    "checkout": checkout, "scan": scan, "build": build, "diagnose": diagnose, "propose": propose,
+    "checkout": checkout, "scan": scan, "preflight": preflight, "build": build, "diagnose": diagnose, "propose": propose,
     "apply_check": apply_check, "load_check": load_check, "serve": serve, "bench": bench, "report": report,
 }
 
@@ -121,6 +122,31 @@ def make_after_load(env: RunEnv) -> Callable[[PortState], str]:
     return after_load
 
 
+STAGES = ("scan", "unit", "build", "load", "serve", "bench")
+"""What `--until` accepts, in order; a node whose stage comes after it routes to report instead."""
+_NODE_STAGE = {"preflight": "unit", "build": "build", "load_check": "load", "serve": "serve", "bench": "bench"}
+
+
+def until(env: RunEnv, router: Callable[[PortState], str]) -> Callable[[PortState], str]:
+    """The router, stopping at the job's `until` stage (the report says what ran and what was skipped)."""
+    last = env.job.until
+
+    def route(state: PortState) -> Any:
+        nxt = router(state)
+        stage = _NODE_STAGE.get(nxt)
+        if last and stage and STAGES.index(stage) > STAGES.index(last):
+            return "report"
+        return nxt
+
+    route.__name__ = getattr(router, "__name__", "route")
+    return route
+
+
+def after_preflight(state: PortState) -> Literal["build", "report"]:
+    """An image that lacks what the build needs stops here (stop_reason says what and where to get it)."""
+    return "report" if state.stop_reason else "build"
+
+
 def build_graph(env: RunEnv, checkpointer: Any = None):
     """Compile the port graph with nodes bound to `env` (live handles stay out of state)."""
     graph = StateGraph(PortState)
@@ -128,14 +154,15 @@ def build_graph(env: RunEnv, checkpointer: Any = None):
         graph.add_node(name, _bind(name, fn, env))
     graph.add_edge(START, "checkout")
     graph.add_edge("checkout", "scan")
-    graph.add_edge("scan", "build")
+    graph.add_conditional_edges("scan", until(env, lambda state: "preflight"), ["preflight", "report"])
+    graph.add_conditional_edges("preflight", until(env, after_preflight), ["build", "report"])
     graph.add_edge("build", "diagnose")
-    graph.add_conditional_edges("diagnose", after_diagnosis, ["propose", "load_check", "report"])
+    graph.add_conditional_edges("diagnose", until(env, after_diagnosis), ["propose", "load_check", "report"])
     graph.add_conditional_edges("propose", after_propose, ["apply_check", "report"])
-    graph.add_conditional_edges("apply_check", make_after_apply(env),
+    graph.add_conditional_edges("apply_check", until(env, make_after_apply(env)),
                                 ["propose", "build", "load_check", "serve", "report"])
-    graph.add_conditional_edges("load_check", make_after_load(env), ["propose", "serve", "report"])
-    graph.add_conditional_edges("serve", after_diagnosis, ["propose", "bench", "report"])
+    graph.add_conditional_edges("load_check", until(env, make_after_load(env)), ["propose", "serve", "report"])
+    graph.add_conditional_edges("serve", until(env, after_diagnosis), ["propose", "bench", "report"])
     graph.add_edge("bench", "report")
     graph.add_edge("report", END)
     return graph.compile(checkpointer=checkpointer)

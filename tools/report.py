@@ -69,6 +69,62 @@ def phase_timeline(events: list[dict]) -> list[tuple[str, float, float]]:
     return out
 
 
+STAGE_ORDER = ("checkout", "scan", "preflight", "unit compiles", "build", "load", "serve", "bench")
+
+
+def _skipped_why(state: dict) -> str:
+    reason = state.get("stop_reason") or ""
+    if "--until" in reason:
+        return reason
+    if reason and state.get("phase"):
+        return f"not reached: the run stopped at {state['phase']} (see the status line)"
+    return f"not reached: {reason}" if reason else "not reached"
+
+
+def stage_rows(state: dict, events: list[dict]) -> list[list[str]]:
+    """[stage, ran, why / result] for every stage of the loop, in order: what ran, what was skipped
+    and why (a stop reason, --until, no GPU here)."""
+    named = {e.get("event"): e for e in events}
+    stages = state.get("stages", {})
+    rows = [["checkout", "ran" if state.get("base_commit") else "no",
+             f"{state.get('branch', '')} from {str(state.get('base_commit', ''))[:12]}"
+             if state.get("base_commit") else "not reached"]]
+    if "scanned" in named:
+        e = named["scanned"]
+        rows.append(["scan", "ran", f"{e.get('count', 0)} finding(s)"
+                     + (f": {', '.join(e.get('kinds', []))}" if e.get("kinds") else "")])
+    else:
+        rows.append(["scan", "skipped", next((e["message"] for e in events if e.get("event") == "note"
+                                              and "scan not run" in e.get("message", "")), _skipped_why(state))])
+    units = state.get("counters", {}).get("unit_compiles", 0)
+    for name in ("preflight", "unit compiles", "build", "load", "serve", "bench"):
+        if name == "unit compiles":
+            if units:
+                rows.append([name, "ran", f"{units} (hipcc/nvcc, the touched translation units)"])
+            continue
+        st = stages.get(name)
+        if not st:
+            rows.append([name, "skipped", _skipped_why(state)])
+        elif name == "preflight" and st.get("checks"):
+            lacking = [c["need"] for c in st["checks"] if not c["ok"]]
+            rows.append([name, "ran", f"{st.get('image', '')}: " + (f"missing {', '.join(lacking)}" if lacking
+                                                                       else "has what the build needs")])
+        elif str(st.get("status", "")).startswith("not run"):
+            rows.append([name, "skipped", f"{st['status']}" + (f" ({st['detail']})" if st.get("detail") else "")])
+        else:
+            rows.append([name, "ran", f"{st.get('status', '')}" + (f": {st['detail']}" if st.get("detail") else "")])
+    return rows
+
+
+def scan_rows(state: dict, limit: int = 50) -> list[list[str]]:
+    """[kind, where, construct, fix family] for the static scan's findings (the first `limit`)."""
+    rows = []
+    for f in state.get("scan", [])[:limit]:
+        where = f"{f.get('file') or ''}:{f.get('line') or ''}".rstrip(":")
+        rows.append([f.get("kind", ""), where, f.get("symbol") or "", (f.get("facts") or {}).get("fix_family", "")])
+    return rows
+
+
 def failure_fates(state: dict) -> list[dict]:
     """Every failure the run met, with what became of it: fixed, reverted, unfixable or open."""
     fates: dict[str, dict] = {}
@@ -116,8 +172,17 @@ def render_markdown(view: RunView) -> str:
     lines += _table(["phase", "at (s)", "took (s)"],
                     [[p, f"{t:.1f}", f"{d:.1f}"] for p, t, d in phase_timeline(view.events)]) or ["(no events)"]
     lines += ["", "## Stages", ""]
-    lines += _table(["stage", "status", "detail"],
-                    [[k, v.get("status", ""), v.get("detail", "")] for k, v in s.get("stages", {}).items()])
+    lines += _table(["stage", "ran", "why / result"], stage_rows(s, view.events))
+    pre = s.get("stages", {}).get("preflight", {})
+    if pre.get("checks"):
+        lines += ["", f"### Preflight of `{pre.get('image', '')}`", ""]
+        lines += _table(["needs", "ok", "found", "for"],
+                        [[c["need"], "yes" if c["ok"] else "**NO**", c["found"], c["why"]] for c in pre["checks"]])
+    findings = s.get("scan", [])
+    lines += ["", f"## Static scan ({len(findings)} finding(s))", ""]
+    lines += _table(["kind", "where", "construct", "fix family"], scan_rows(s)) if findings else ["(none)"]
+    if len(findings) > 50:
+        lines += ["", f"... and {len(findings) - 50} more (state.json holds them all)"]
     lines += ["", "## Failures and their fate", ""]
     lines += _table(["failure", "fate", "by", "detail"],
                     [[f"`{f['signature']}`", f["fate"], f["proposer"], f["detail"]] for f in failure_fates(s)])

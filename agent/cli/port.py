@@ -8,9 +8,10 @@ from pathlib import Path
 import typer
 from rich.console import Console
 from rich.syntax import Syntax
-from rich.table import Table
 
 from agent.cli.app import app, fail
+from agent.cli.output import FORMAT_OPTION, Format, print_listing
+from agent.cli.output import console as output_console
 from agent.config import JobError, PortJob, load_job
 from agent.profiles import ProfileError
 from sandboxes.base import SandboxError
@@ -59,28 +60,61 @@ def _check_checkpoint(job: PortJob) -> None:
         raise fail(f"model.path: {exc}") from exc
 
 
-@app.command()
+def _stage_table(run_id: str, console: Console) -> None:
+    """What ran, what was skipped and why; the image preflight's checks when it found something missing."""
+    from agent.rundir import RunDir
+    from tools.report import ReportError, RunView, stage_rows
+
+    try:
+        view = RunView.load(RunDir(run_id).path)
+    except ReportError:
+        return
+    print_listing(["stage", "ran", "why / result"], stage_rows(view.state, view.events), out=console)
+    pre = view.state.get("stages", {}).get("preflight", {})
+    if pre.get("checks") and not pre.get("ready", True):
+        print_listing(["image needs", "ok", "found", "for"],
+                      [[c["need"], "yes" if c["ok"] else "NO", c["found"], c["why"]] for c in pre["checks"]],
+                      title=f"preflight of {pre.get('image', '')}", out=console)
+
+
+UNTIL_HELP = ("Stop after this stage: scan, unit (the image preflight), build, load, serve or bench "
+              "(everything; the default).")
+
+
+@app.command(epilog="Examples:\n\n  rocport port -c job.yaml -c target.arch=gfx950\n\n"
+                    "  rocport port -c job.yaml --until build\n\n  rocport port --resume RUN_ID --approve")
 def port(
-    config: list[str] = typer.Option([], "-c", "--config", help="A job YAML file or a dotted key=value override; "
-                                                                "repeatable, applied left to right."),
-    resume: str | None = typer.Option(None, "--resume", help="Continue the run RUN_ID from its last checkpoint."),
+    config: list[str] = typer.Option([], "-c", "--config", metavar="JOB.yaml|KEY=VALUE",
+                                     help="A job YAML file or a dotted key=value override; repeatable, applied "
+                                          "left to right."),
+    resume: str | None = typer.Option(None, "--resume", metavar="RUN_ID",
+                                      help="Continue the run RUN_ID from its last checkpoint."),
+    until: str | None = typer.Option(None, "--until", metavar="STAGE", help=UNTIL_HELP),
     json_events: bool = typer.Option(False, "--json", help="Print the event stream as JSON lines on stdout."),
     review: bool = typer.Option(False, "--review", help="Pause before applying any LLM patch and ask."),
-    approve: bool | None = typer.Option(None, "--approve/--reject",
+    approve: bool | None = typer.Option(None, "--approve/--reject", show_default=False,
                                         help="With --resume: answer a paused review for all pending patches."),
 ) -> None:
-    """Port a framework to ROCm: build, diagnose, patch, rebuild, load, serve, benchmark, report."""
+    """Port a framework to ROCm: preflight, build, diagnose, patch, rebuild, load, serve, benchmark, report."""
     from agent.nodes.checkout import CheckoutError
     from agent.observer import JsonlSink, RichProgress
     from agent.port import PortError, resume_port, start_port
     from agent.store import StoreError
 
-    console = Console(stderr=True)
+    console = output_console(stderr=True)
     if resume is None and not config:
         raise fail("nothing to port: pass -c job.yaml (and -c key=value overrides) or --resume RUN_ID")
     if resume is not None and config:
         raise fail("--resume continues a run with its own job.yaml; drop the -c options")
-    progress = None if json_events or not sys.stderr.isatty() else RichProgress(console)
+    if until is not None:
+        from agent.graph import STAGES
+
+        if until not in STAGES:
+            raise fail(f"--until {until}: use one of {', '.join(STAGES)}")
+        if resume is not None:
+            raise fail("--until applies to a new run; a resumed run keeps the job it started with")
+        config = [*config, f"until={until}"]
+    progress = None if json_events else RichProgress(console, title="port")
     sinks = [JsonlSink()] if json_events else [progress] if progress else []
     answer = approve
     try:
@@ -109,12 +143,14 @@ def port(
                       f"`rocport port --resume {result.run_id} --approve` (or --reject)")
         raise typer.Exit(3)
     if not json_events:
+        _stage_table(result.run_id, console)
         _summary(result, console)
     raise typer.Exit(0 if result.status == "green" else 1)
 
 
-@app.command()
-def runs(limit: int = typer.Option(20, min=1, help="How many recent runs to list.")) -> None:
+@app.command(epilog="Examples:\n\n  rocport runs --limit 5\n\n  rocport runs --format json | jq '.[0].run_id'")
+def runs(limit: int = typer.Option(20, min=1, metavar="N", help="How many recent runs to list."),
+         fmt: Format = FORMAT_OPTION) -> None:
     """List port runs (newest first) with their status, phase and costs."""
     from agent.store import RunStore, StoreError
 
@@ -122,15 +158,10 @@ def runs(limit: int = typer.Option(20, min=1, help="How many recent runs to list
         rows = RunStore().list(limit)
     except StoreError as exc:
         raise fail(str(exc)) from exc
-    if not rows:
+    if not rows and fmt is Format.table:
         typer.echo("no runs yet: start one with `rocport port -c job.yaml`")
         return
-    table = Table("run id", "framework", "status", "phase", "builds", "launches", "updated", "reason")
-    for r in rows:
-        table.add_row(r.run_id, r.framework, r.status, r.phase or "", str(r.counters.get("builds", "")),
-                      str(r.counters.get("launches", "")), time.strftime("%H:%M:%S", time.localtime(r.updated)),
-                      (r.reason or "")[:70])
-    console = Console()
-    if not console.is_terminal:  # piped: never squeeze run ids, they are what --resume takes
-        console = Console(width=200)
-    console.print(table)
+    print_listing(["run id", "framework", "status", "phase", "builds", "launches", "updated", "reason"],
+                  [[r.run_id, r.framework, r.status, r.phase or "", r.counters.get("builds", ""),
+                    r.counters.get("launches", ""), time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.updated)),
+                    r.reason or ""] for r in rows], fmt)

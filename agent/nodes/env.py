@@ -57,7 +57,7 @@ class RunEnv:
 
     def sandbox(self) -> Sandbox:
         """The run's sandbox (every command it runs is logged in the run dir), created on first use."""
-        return LoggedSandbox(self._raw_sandbox(), self.rundir)
+        return LoggedSandbox(self._raw_sandbox(), self.rundir, self.observer)
 
     def _raw_sandbox(self) -> Sandbox:
         """One sandbox over the repo clone per process of the run (one container per run)."""
@@ -82,6 +82,7 @@ class RunEnv:
 
     def run(self, what: str, cmd: str, *, timeout: float = 600) -> tuple[CommandResult, Path]:
         """Run a command in the sandbox and keep its full log in the run dir."""
+        self.observer.emit("command", what=what, cmd=cmd)
         result = self._raw_sandbox().run(cmd, timeout=timeout)
         return result, self.rundir.log_command(what, result)
 
@@ -98,11 +99,14 @@ class LoggedSandbox:
     """A sandbox whose every `run` leaves its command, exit code and output in the run dir's logs/
     (commands other areas run for the loop, such as the validator's unit compiles, included)."""
 
-    def __init__(self, inner: Sandbox, rundir: RunDir):
+    def __init__(self, inner: Sandbox, rundir: RunDir, observer: Observer | None = None):
         self._inner = inner
         self._rundir = rundir
+        self._observer = observer
 
     def run(self, cmd: str, **kwargs: Any) -> CommandResult:
+        if self._observer is not None:  # what a person watching sees as "the current command"
+            self._observer.emit("command", cmd=cmd)
         result = self._inner.run(cmd, **kwargs)
         words = [w for w in cmd.split() if not w.startswith("-")]
         self._rundir.log_command("-".join(words[:1] + [Path(w).name for w in words[1:] if "/" in w][:1]), result)

@@ -10,14 +10,21 @@ from agent.state import PortState
 _ORDER = ("build", "load", "serve", "bench")
 
 
-def verdict(state: PortState) -> tuple[str, str]:
-    """(status, reason): green only when every stage that ran passed and nothing stopped the run early."""
+def verdict(state: PortState, until: str | None = None) -> tuple[str, str]:
+    """(status, reason): green only when every stage that ran passed and nothing stopped the run early;
+    with `until`, green when every stage up to it passed."""
     if state.stop_reason:
         return "partial", state.stop_reason
     statuses = {s: state.stages.get(s, {}).get("status", "not reached") for s in _ORDER}
     failed = [s for s, st in statuses.items() if st == "failed"]
     if failed:
         return "partial", f"{', '.join(failed)} failed"
+    if until and until != "bench":
+        stages = ("scan", "unit", "build", "load", "serve")
+        asked = [s for s in _ORDER if s in stages[:stages.index(until) + 1]]
+        if all(statuses[s] == "passed" for s in asked):
+            return "green", f"green up to {until}, stopped there as asked (--until {until})"
+        return "partial", f"stopped after {until} as asked (--until {until})"
     if statuses["build"] != "passed":
         return "partial", "the build never passed"
     not_run = [f"{s} {st}" for s, st in statuses.items() if st.startswith("not run")]
@@ -40,7 +47,7 @@ def report(state: PortState, env: RunEnv) -> dict:
     if env.server is not None:
         env.server.stop()
         env.server = None
-    status, reason = verdict(state)
+    status, reason = verdict(state, env.job.until)
     if state.stop_reason:
         env.observer.emit("stopped", reason=state.stop_reason)
     write_state(state, env, {"status": status, "stop_reason": reason})
