@@ -18,7 +18,8 @@ class FrameworkAxis(_Strict):
     profile: str
     """Profile name (sglang, vllm, tinyserve) or a path to a profile YAML."""
     repo: str | None = None
-    """Git URL or local path; defaults to the profile's repo_url."""
+    """Git URL or local path (defaults to the profile's repo_url); `bundled:tinyserve` is rocport's fixture
+    framework, made a git repo with branch main and tag v0.1 under $ROCPORT_HOME/fixtures."""
     refs: list[str] = Field(default_factory=lambda: ["main"], min_length=1)
     """Tags, branches or commits; `main@nightly` means the tip of main when the night runs."""
 
@@ -28,6 +29,11 @@ class ModelAxis(_Strict):
 
     name: str
     path: str
+    """The checkpoint directory; `$ROCPORT_HOME` and `~` are expanded."""
+    fixture: Literal["tinyserve"] | None = None
+    """Write a random-weight checkpoint of this fixture framework at `path` when none is there."""
+    fixture_args: list[str] = Field(default_factory=list)
+    """Extra arguments of `python3 -m tinyserve.make_checkpoint` (e.g. ["--seed", "7"])."""
 
 
 class TargetAxis(_Strict):

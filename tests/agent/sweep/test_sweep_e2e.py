@@ -109,6 +109,12 @@ def test_two_nights_flag_the_regressions_and_resume_after_a_kill(matrix):
     rep = _rocport(home, "sweep", "report", str(spec), "--db", str(db), "--html", str(page), "--markdown", str(md))
     assert rep.returncode == 0, rep.stderr
     assert "regression" in rep.stdout and "## Regressions (4)" in md.read_text()
+    gated = _rocport(home, "sweep", "report", str(spec), "--db", str(db), "--fail-on", "error,regression")
+    assert gated.returncode == 1 and "night 2026-12-02 fails --fail-on error,regression" in gated.stderr
+    assert "2 cell(s) did not pass" in gated.stderr and "4 regression(s)" in gated.stderr
+    as_json = _rocport(home, "sweep", "report", str(spec), "--db", str(db), "--format", "json")
+    rows = json.loads(as_json.stdout)
+    assert {r["cell"] for r in rows} == {r.cell_key for r in results} and all(len(r["commit"]) == 12 for r in rows)
     dom, errors, _ = render(page, matrix["root"])
     assert errors == [] and "Failure clusters (1)" in dom
 
