@@ -34,6 +34,15 @@ _SHOWN = {
 }
 
 
+def one_line(cmd: str) -> str:
+    """A command as one line: a multi-line script shows its first line and how long it is (the whole
+    text is in the run's logs)."""
+    lines = [ln.strip() for ln in str(cmd).strip().splitlines() if ln.strip()]
+    if len(lines) <= 1:
+        return " ".join(str(cmd).split())
+    return f"{lines[0]} … ({len(lines)} lines, in the run's logs)"
+
+
 def clock(seconds: float) -> str:
     """12s, 3m05s, 1h02m: short and always ticking."""
     s = int(seconds)
@@ -155,7 +164,7 @@ class RichProgress:
             s["phase"], s["iteration"] = event["phase"], event.get("iteration", s["iteration"])
             self.command = ""
         elif name in ("command", "build_started", "serve_started"):
-            self.command = " ".join(str(event.get("cmd", "")).split())
+            self.command = one_line(event.get("cmd", ""))
         elif name == "diagnosed":
             s["open"] = event["count"]
         elif name == "patch_kept":

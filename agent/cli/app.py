@@ -46,8 +46,11 @@ def run(application: typer.Typer) -> None:
     except ImportError:
         from click import exceptions as cx
 
+    from agent.cli.conventions import apply
+
+    command = apply(typer.main.get_command(application))
     try:
-        code = application(prog_name="rocport", standalone_mode=False)
+        code = command.main(prog_name="rocport", standalone_mode=False)
     except cx.NoArgsIsHelpError as exc:  # `rocport` or `rocport sweep` alone: the help, as before
         exc.show()
         sys.exit(exc.exit_code)

@@ -81,8 +81,7 @@ UNTIL_HELP = ("Stop after this stage: scan, unit (the image preflight), build, l
               "(everything; the default).")
 
 
-@app.command(epilog="Examples:\n\n  rocport port -c job.yaml -c target.arch=gfx950\n\n"
-                    "  rocport port -c job.yaml --until build\n\n  rocport port --resume RUN_ID --approve")
+@app.command()
 def port(
     config: list[str] = typer.Option([], "-c", "--config", metavar="JOB.yaml|KEY=VALUE",
                                      help="A job YAML file or a dotted key=value override; repeatable, applied "
@@ -148,7 +147,7 @@ def port(
     raise typer.Exit(0 if result.status == "green" else 1)
 
 
-@app.command(epilog="Examples:\n\n  rocport runs --limit 5\n\n  rocport runs --format json | jq '.[0].run_id'")
+@app.command()
 def runs(limit: int = typer.Option(20, min=1, metavar="N", help="How many recent runs to list."),
          fmt: Format = FORMAT_OPTION) -> None:
     """List port runs (newest first) with their status, phase and costs."""

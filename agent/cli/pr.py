@@ -8,7 +8,8 @@ import typer
 from agent.cli.app import app, fail
 
 
-def _run_view(run_id: str):
+def run_view(run_id: str):
+    """The run as the report sees it, or a one-line error naming what is wrong."""
     from agent.rundir import RunDir
     from tools.report import ReportError, RunView
 
@@ -34,7 +35,7 @@ def report(
     from tools.report import render_markdown
     from tools.report_html import render_html
 
-    view = _run_view(run_id)
+    view = run_view(run_id)
     md = render_markdown(view)
     (view.path / "report.md").write_text(md)
     typer.echo(md if show else f"wrote {view.path / 'report.md'}")
@@ -58,7 +59,7 @@ def pr(
     """Turn a run's kept patches into a PR branch, a patch series and a PR description."""
     from tools.pr import PRError, build_pr, open_pr as send, pr_request, push
 
-    view = _run_view(run_id)
+    view = run_view(run_id)
     try:
         result = build_pr(view, author=author)
         typer.echo(f"branch {result.branch}: {len(result.commits)} commit(s) on {result.base_commit[:12]}")

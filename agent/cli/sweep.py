@@ -75,10 +75,7 @@ def _default_db(spec_name: str) -> Path:
     return rocport_home() / "sweeps" / f"{spec_name}.sqlite"
 
 
-EXAMPLE = "agent/sweep/examples/tinyserve-nightly.yaml"
-
-
-@sweep_app.command("plan", epilog=f"Example:\n\n  rocport sweep plan {EXAMPLE} --format plain")
+@sweep_app.command("plan")
 def plan(file: Path = typer.Argument(..., metavar="SWEEP.yaml", help="Sweep YAML."),
          fmt: Format = FORMAT_OPTION) -> None:
     """Print the cells a sweep expands into, with their build groups."""
@@ -94,8 +91,7 @@ def plan(file: Path = typer.Argument(..., metavar="SWEEP.yaml", help="Sweep YAML
                   fmt, title=f"{spec.name}: {len(cells)} cells")
 
 
-@sweep_app.command("run", epilog=f"Examples:\n\n  rocport sweep run {EXAMPLE} --fail-on error\n\n"
-                                 "  rocport sweep run nightly.yaml --db /srv/rocport/nightly.sqlite --jobs 2")
+@sweep_app.command("run")
 def run(
     file: Path = typer.Argument(..., metavar="SWEEP.yaml", help="Sweep YAML."),
     db: Path = typer.Option(None, metavar="PATH", help="Results database (default: "
@@ -150,8 +146,7 @@ def run(
     _gate(kinds, store.results(spec.name), night, spec.history_nights)
 
 
-@sweep_app.command("report", epilog=f"Example:\n\n  rocport sweep report {EXAMPLE} --markdown summary.md "
-                                    "--html dashboard.html --fail-on error,regression")
+@sweep_app.command("report")
 def report(
     file: Path = typer.Argument(..., metavar="SWEEP.yaml", help="Sweep YAML."),
     db: Path = typer.Option(None, metavar="PATH", help="Results database (default: "
