@@ -5,15 +5,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import urllib.error
-import urllib.request
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tools.pr_github import GITHUB_API, GitHubError, PRRequest, github_token, post
 from tools.pr_text import commit_message, pr_description, pr_title
 from tools.report import RunView
-
-GITHUB_API = "https://api.github.com"
 
 
 class PRError(ValueError):
@@ -45,9 +43,21 @@ def kept_outcomes(state: dict) -> list[dict]:
     return [o for o in state.get("outcomes", []) if o.get("kept") and o.get("commit")]
 
 
-def build_pr(view: RunView, *, author: str | None = None) -> PullRequest:
+def _identity(repo: Path, author: str | None) -> str:
+    """'Name <email>' for a Signed-off-by line: --author, else git config; an error when neither says."""
+    if author:
+        return author
+    name = subprocess.run(["git", "config", "user.name"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    email = subprocess.run(["git", "config", "user.email"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    if not name or not email:
+        raise PRError("--signoff needs who signs: pass --author 'Name <email>' or set git config user.name and "
+                      "user.email")
+    return f"{name} <{email}>"
+
+
+def build_pr(view: RunView, *, author: str | None = None, signoff: bool = False) -> PullRequest:
     """Recreate `rocport/pr-<run>` from the base commit with one rewritten commit per kept fix, then
-    write the patch series and the description into <run>/pr/."""
+    write the patch series and the description into <run>/pr/. `signoff` adds the DCO's Signed-off-by."""
     state = view.state
     repo = Path(state.get("repo_dir") or view.path / "repo")
     base = state.get("base_commit", "")
@@ -56,6 +66,7 @@ def build_pr(view: RunView, *, author: str | None = None) -> PullRequest:
         raise PRError(f"run {view.run_id} kept no patches: nothing to send upstream")
     if not (repo / ".git").exists():
         raise PRError(f"the run's clone {repo} is gone: rerun `rocport port` to recreate it")
+    signer = _identity(repo, author) if signoff else ""
     branch = f"rocport/pr-{view.run_id}"
     pr = PullRequest(branch=branch, base_commit=base, title=pr_title(view))
     _git(repo, "checkout", "-q", "-B", branch, base)
@@ -64,7 +75,7 @@ def build_pr(view: RunView, *, author: str | None = None) -> PullRequest:
         _git(repo, "cherry-pick", "--no-commit", outcome["commit"], env=env)
         msg_file = view.path / "pr" / f".msg-{i}"
         msg_file.parent.mkdir(parents=True, exist_ok=True)
-        msg_file.write_text(commit_message(outcome, view))
+        msg_file.write_text(commit_message(outcome, view) + (f"\nSigned-off-by: {signer}\n" if signer else ""))
         args = ["commit", "-q", "-F", str(msg_file)] + ([f"--author={author}"] if author else [])
         _git(repo, *args, env=env)
         msg_file.unlink()
@@ -90,49 +101,34 @@ def push(view: RunView, pr: PullRequest, remote: str) -> str:
     return f"pushed {pr.branch} to {remote}"
 
 
-@dataclass
-class PRRequest:
-    """The GitHub REST call that opens the PR; `redacted()` is what logs and dry runs show."""
-
-    url: str
-    body: dict
-    token: str
-
-    def headers(self) -> dict[str, str]:
-        return {"Accept": "application/vnd.github+json", "Authorization": f"Bearer {self.token}",
-                "X-GitHub-Api-Version": "2022-11-28", "Content-Type": "application/json",
-                "User-Agent": "rocport"}
-
-    def redacted(self) -> str:
-        headers = {**self.headers(), "Authorization": "Bearer ***"}
-        return f"POST {self.url}\n" + json.dumps({"headers": headers, "json": self.body}, indent=2)
-
-
 def pr_request(pr: PullRequest, *, slug: str, base_branch: str, api_url: str | None = None,
-               head_owner: str | None = None, draft: bool = False, dry_run: bool = False) -> PRRequest:
-    """GitHub or GitHub Enterprise (api_url like https://ghe.example.com/api/v3); a dry run needs no token."""
+               head_owner: str | None = None, draft: bool = True, labels: list[str] | None = None,
+               reviewers: list[str] | None = None, dry_run: bool = False) -> PRRequest:
+    """GitHub or GitHub Enterprise (api_url like https://ghe.example.com/api/v3); a dry run needs no token.
+    Draft by default: a maintainer marks it ready after reading the evidence."""
     if slug.count("/") != 1:
         raise PRError(f"--repo {slug!r} must be OWNER/NAME")
-    token = os.environ.get("GITHUB_TOKEN", "")
-    if not token and not dry_run:
-        raise PRError("GITHUB_TOKEN is not set: export a token with pull-request write access")
     api = (api_url or os.environ.get("GITHUB_API_URL") or GITHUB_API).rstrip("/")
+    host = urllib.parse.urlparse(api).hostname or "github.com"
+    token = github_token("github.com" if host == "api.github.com" else host)
+    if not token and not dry_run:
+        raise PRError("GITHUB_TOKEN is not set (nor GH_TOKEN, nor a `gh auth login`): export a token with "
+                      "pull-request write access")
     head = f"{head_owner}:{pr.branch}" if head_owner else pr.branch
     body = {"title": pr.title, "head": head, "base": base_branch, "draft": draft,
             "body": pr.description.read_text() if pr.description else ""}
-    return PRRequest(url=f"{api}/repos/{slug}/pulls", body=body, token=token)
+    return PRRequest(url=f"{api}/repos/{slug}/pulls", body=body, token=token, labels=list(labels or []),
+                     reviewers=list(reviewers or []))
 
 
 def open_pr(req: PRRequest, timeout_s: float = 30) -> str:
-    """Send the request; returns the PR's html_url. Errors never echo the token."""
-    data = json.dumps(req.body).encode()
-    http_req = urllib.request.Request(req.url, data=data, headers=req.headers(), method="POST")
+    """Open the PR, then add its labels and reviewers; returns the PR's html_url."""
     try:
-        with urllib.request.urlopen(http_req, timeout=timeout_s) as resp:
-            answer = json.loads(resp.read() or b"{}")
-    except urllib.error.HTTPError as exc:
-        detail = exc.read()[:300].decode(errors="replace").replace(req.token, "***")
-        raise PRError(f"GitHub answered HTTP {exc.code} for {req.url}: {detail}") from exc
-    except urllib.error.URLError as exc:
-        raise PRError(f"cannot reach {req.url}: {exc.reason}; check --api-url") from exc
+        answer = post(req, req.url, req.body, timeout_s)
+        number = answer.get("number")
+        if number is not None:
+            for url, body in req.followups(number):
+                post(req, url, body, timeout_s)
+    except GitHubError as exc:
+        raise PRError(str(exc)) from exc
     return answer.get("html_url") or answer.get("url") or "(no url in the answer)"

@@ -1,7 +1,15 @@
 """The words of a PR: commit messages, the title, and the description with its evidence."""
 from __future__ import annotations
 
+from pathlib import PurePosixPath
+
+import yaml
+
 from tools.report import PERCENTILES, RunView, bench_rows
+
+NATIVE_SUFFIXES = {".cu", ".cuh", ".c", ".cc", ".cpp", ".cxx", ".h", ".hpp", ".hip", ".inl"}
+# Python that a ROCm-only change hides behind: when an added line tests one of these, CUDA takes the else.
+ROCM_GUARDS = ("is_hip", "torch.version.hip", "is_rocm", "USE_ROCM", "_is_hip")
 
 _WHAT = {
     "cuda_header": "add a ROCm branch for the CUDA headers",
@@ -65,10 +73,66 @@ def commit_message(outcome: dict, view: RunView) -> str:
     return "\n".join(body).rstrip() + "\n"
 
 
+def _job(view: RunView) -> dict:
+    try:
+        job = yaml.safe_load(view.job_yaml or "") or {}
+    except yaml.YAMLError:
+        return {}
+    return job if isinstance(job, dict) else {}
+
+
+def subject_of_run(view: RunView) -> tuple[str, str]:
+    """(model or framework, arch) the run ported, from its job."""
+    job = _job(view)
+    model = job.get("model") or {}
+    name = model.get("name") or (PurePosixPath(str(model["path"])).name if model.get("path") else "")
+    framework = (job.get("framework") or {}).get("profile", "")
+    name = name or PurePosixPath(str(framework)).stem or "the framework"
+    return name, (job.get("target") or {}).get("arch", "") or "ROCm"
+
+
 def pr_title(view: RunView) -> str:
+    """`[ROCm] <model> on <arch>: <what the fixes do>`, the way a maintainer scans a PR list."""
     kept = [o for o in view.state.get("outcomes", []) if o.get("kept")]
-    kinds = sorted({failure_for(view, o["proposal"]["failure_signature"]).get("kind", "") for o in kept})
-    return f"[ROCm] Fix {len(kept)} ROCm port failure{'s' if len(kept) != 1 else ''} ({', '.join(kinds)})"
+    kinds = list(dict.fromkeys(failure_for(view, o["proposal"]["failure_signature"]).get("kind", "")
+                               for o in kept))
+    whats = [_WHAT.get(k, f"fix {k}") for k in kinds]
+    what = "; ".join(whats[:2]) + (f" (+{len(whats) - 2} more)" if len(whats) > 2 else "")
+    model, arch = subject_of_run(view)
+    return f"[ROCm] {model} on {arch}: {what}"
+
+
+def cuda_path(outcome: dict) -> str:
+    """What this patch does to the CUDA build, said honestly: native code under a ROCm guard (proven by
+    nvcc's preprocessor output) is not Python that CUDA runs too."""
+    prop = outcome["proposal"]
+    files = prop.get("files", [])
+    checks = outcome.get("checks", [])
+    native = [f for f in files if PurePosixPath(f).suffix in NATIVE_SUFFIXES]
+    python = [f for f in files if f.endswith(".py")]
+    said = []
+    if native:
+        same = [c for c in checks if c["name"].lower().startswith("cuda -e identi")]
+        nvcc = [c for c in checks if c["name"].lower().startswith("nvcc")]
+        if same and all(c["ok"] for c in same):
+            said.append(f"{', '.join(native)}: CUDA path unchanged — the change is under a ROCm guard; nvcc's "
+                        f"preprocessor output is identical before and after")
+        elif nvcc and all(c["ok"] for c in nvcc):
+            said.append(f"{', '.join(native)}: still compiles with nvcc, but the CUDA preprocessor output was "
+                        f"not compared, so the change may reach CUDA")
+        else:
+            said.append(f"{', '.join(native)}: not checked against CUDA here (no nvcc on the machine that ran "
+                        f"rocport)")
+    if python:
+        added = "\n".join(ln for ln in prop.get("diff", "").splitlines() if ln.startswith("+"))
+        guard = next((g for g in ROCM_GUARDS if g in added), None)
+        if guard:
+            said.append(f"{', '.join(python)}: Python that CUDA runs too; the new lines are behind a `{guard}` "
+                        f"check, so CUDA takes the unchanged branch (validated on ROCm only)")
+        else:
+            said.append(f"{', '.join(python)}: Python that CUDA runs too — this change also applies on CUDA "
+                        f"and was validated on ROCm only; review it for CUDA")
+    return "; ".join(said) or "no source file changed"
 
 
 def _not_validated(view: RunView, kept: list[dict]) -> list[str]:
@@ -86,10 +150,13 @@ def _not_validated(view: RunView, kept: list[dict]) -> list[str]:
 def pr_description(view: RunView, commits: list[str]) -> str:
     s = view.state
     kept = [o for o in s.get("outcomes", []) if o.get("kept") and o.get("commit")]
+    model, arch = subject_of_run(view)
+    native_only = all(not any(f.endswith(".py") for f in o["proposal"].get("files", [])) for o in kept)
     lines = [f"# {pr_title(view)}", "", "## Summary", "",
-             f"{len(kept)} minimal patch{'es' if len(kept) != 1 else ''} found and validated by rocport "
-             f"(run `{view.run_id}`). The CUDA path is unchanged: every touched file still compiles with nvcc "
-             f"and its CUDA preprocessor output is byte-identical before and after.", "",
+             f"{len(kept)} minimal patch{'es' if len(kept) != 1 else ''} that make {model} build and load on "
+             f"{arch}, found and validated by rocport (run `{view.run_id}`). "
+             + ("Each patch says below what it does to the CUDA path." if not native_only else
+                "Each patch says below how the CUDA path was checked."), "",
              "## Failures → fixes", "", "| # | failure | kind | fix | commit |", "|---|---|---|---|---|"]
     for i, (o, sha) in enumerate(zip(kept, commits), 1):
         f = failure_for(view, o["proposal"]["failure_signature"])
@@ -100,7 +167,7 @@ def pr_description(view: RunView, commits: list[str]) -> str:
         lines += [f"### {i}. {_subject(o, view)}", "", f"Proposed by `{o['proposal']['proposer']}`: "
                   f"{o['proposal'].get('rationale', '').strip()}", "", "**Before** (diagnosed):", "", "```",
                   (f.get("excerpt") or f.get("message", "")).strip(), "```", "", "**After:**", ""]
-        lines += _checks(o) + [""]
+        lines += _checks(o) + ["", f"**CUDA path:** {cuda_path(o)}", ""]
     stages = s.get("stages", {})
     if stages:
         lines += ["## Load, serve and benchmark", ""]
@@ -120,5 +187,19 @@ def pr_description(view: RunView, commits: list[str]) -> str:
         lines.append("Before the fixes: " + ("see `bench_before.json`." if before else
                                             "no baseline — the server could not load the model on ROCm."))
         lines.append("")
+    lines += _accuracy(s)
     lines += ["## Not validated here", ""] + _not_validated(view, kept)
     return "\n".join(lines) + "\n"
+
+
+def _accuracy(state: dict) -> list[str]:
+    """The accuracy check's result when the run had one (outputs compared against a reference)."""
+    acc = state.get("accuracy") or state.get("stages", {}).get("accuracy")
+    if not acc:
+        return []
+    lines = ["## Accuracy check", ""]
+    if isinstance(acc, dict):
+        lines += [f"- {k}: {v}" for k, v in acc.items() if k not in ("log",)]
+    else:
+        lines.append(f"- {acc}")
+    return lines + [""]

@@ -55,23 +55,33 @@ def pr(
     head_owner: str = typer.Option(None, help="Owner of the fork holding the branch, if not the upstream."),
     api_url: str = typer.Option(None, help="GitHub API base URL (GitHub Enterprise: https://HOST/api/v3)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="With --open: print the request instead of sending it."),
+    draft: bool = typer.Option(True, "--draft/--ready", help="Open the PR as a draft (default) or ready for review."),
+    signoff: bool = typer.Option(False, "--signoff", help="Add a DCO Signed-off-by line (--author, else git config) "
+                                                         "to every commit."),
+    label: list[str] = typer.Option([], "--label", metavar="LABEL", help="Label the PR (repeatable)."),
+    reviewer: list[str] = typer.Option([], "--reviewer", metavar="LOGIN", help="Request a review (repeatable)."),
 ) -> None:
-    """Turn a run's kept patches into a PR branch, a patch series and a PR description."""
+    """Turn a run's kept patches into a PR branch, a patch series and a PR description; with --push and
+    --open, push the branch and open the (draft) PR in one step. The token is GITHUB_TOKEN, GH_TOKEN or
+    the GitHub CLI's stored login."""
     from tools.pr import PRError, build_pr, open_pr as send, pr_request, push
 
     view = run_view(run_id)
+    if open_pr and not repo:
+        raise fail("--open needs --repo OWNER/NAME (and --push REMOTE unless the branch is already there)")
+    if (label or reviewer) and not open_pr:
+        raise fail("--label and --reviewer apply to the PR that --open creates; add --open --repo OWNER/NAME")
     try:
-        result = build_pr(view, author=author)
+        result = build_pr(view, author=author, signoff=signoff)
+        typer.echo(f"title: {result.title}")
         typer.echo(f"branch {result.branch}: {len(result.commits)} commit(s) on {result.base_commit[:12]}")
         typer.echo(f"patch series: {Path(result.patches[0]).parent}  ({len(result.patches)} files)")
         typer.echo(f"description: {result.description}")
         if push_to:
             typer.echo(push(view, result, push_to))
         if open_pr:
-            if not repo:
-                raise fail("--open needs --repo OWNER/NAME")
             req = pr_request(result, slug=repo, base_branch=base, api_url=api_url, head_owner=head_owner,
-                             dry_run=dry_run)
+                             draft=draft, labels=label, reviewers=reviewer, dry_run=dry_run)
             typer.echo(req.redacted() if dry_run else f"opened {send(req)}")
     except PRError as exc:
         raise fail(str(exc)) from exc

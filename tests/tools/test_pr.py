@@ -103,3 +103,77 @@ def test_bad_token_and_missing_token_are_one_line_errors(tmp_path, github, monke
     with pytest.raises(PRError, match="HTTP 401") as info:
         open_pr(pr_request(pr, slug="o/r", base_branch="main", api_url=github))
     assert "wrong-token" not in str(info.value)
+
+
+class _GitHubWithNumbers(_GitHub):
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        _GitHub.seen.append((self.path, dict(self.headers), body))
+        data = json.dumps({"html_url": "http://ghe.local/o/r/pull/7", "number": 7}).encode()
+        self.send_response(201)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def numbered_github():
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), _GitHubWithNumbers)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    _GitHub.seen = []
+    yield f"http://127.0.0.1:{srv.server_address[1]}/api/v3"
+    srv.shutdown()
+
+
+def test_draft_pr_with_labels_and_reviewers_using_the_gh_cli_login(tmp_path, numbered_github, monkeypatch):
+    for name in ("GITHUB_TOKEN", "GH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    config = tmp_path / "gh"
+    config.mkdir()
+    (config / "hosts.yml").write_text(f"127.0.0.1:\n    oauth_token: {TOKEN}\n    user: me\n")
+    monkeypatch.setenv("GH_CONFIG_DIR", str(config))  # where `gh auth login` keeps the token
+    view = RunView.load(make_run(tmp_path))
+    pr = build_pr(view)
+    req = pr_request(pr, slug="o/r", base_branch="main", api_url=numbered_github, labels=["rocm", "amd"],
+                     reviewers=["maintainer"])
+    assert "/issues/{number}/labels" in req.redacted() and TOKEN not in req.redacted()
+    assert open_pr(req) == "http://ghe.local/o/r/pull/7"
+    (p1, h1, b1), (p2, _, b2), (p3, _, b3) = _GitHub.seen
+    assert b1["draft"] is True and h1["Authorization"] == f"Bearer {TOKEN}"
+    assert (p2, b2) == ("/api/v3/repos/o/r/issues/7/labels", {"labels": ["rocm", "amd"]})
+    assert (p3, b3) == ("/api/v3/repos/o/r/pulls/7/requested_reviewers", {"reviewers": ["maintainer"]})
+
+
+def test_title_names_model_and_arch_and_each_patch_says_what_it_does_to_cuda(tmp_path):
+    run = make_run(tmp_path)
+    (run / "job.yaml").write_text("framework: {profile: sglang}\nmodel: {path: /ckpt/GLM-5.2-FP8}\n"
+                                  "target: {arch: gfx950}\n")
+    state = json.loads((run / "state.json").read_text())
+    py = {"proposal": {"failure_signature": "weight_name:m.py:mtp", "proposer": "rule:weight_names",
+                       "files": ["python/sglang/srt/models/glm.py"], "rationale": "remap",
+                       "diff": "+        name = name.replace('mtp.shared', 'mtp.shared_experts')\n"},
+          "applied": True, "kept": True, "reason": "", "commit": state["outcomes"][0]["commit"],
+          "checks": [{"name": "py_compile python/sglang/srt/models/glm.py", "ok": True, "cmd": "", "detail": ""}]}
+    state["outcomes"].append(py)
+    state["known_failures"]["weight_name:m.py:mtp"] = {"kind": "weight_name", "message": "missing mtp.shared"}
+    state["accuracy"] = {"status": "passed", "detail": "greedy outputs match the reference on 8 prompts"}
+    (run / "state.json").write_text(json.dumps(state))
+    from tools.pr_text import pr_description, pr_title
+
+    view = RunView.load(run)
+    assert pr_title(view) == ("[ROCm] GLM-5.2-FP8 on gfx950: add a ROCm branch for the CUDA headers; "
+                              "map CUDA bf16 types to HIP types on ROCm (+1 more)")
+    text = pr_description(view, ["a" * 40, "b" * 40, "c" * 40])
+    assert "The CUDA path is unchanged" not in text
+    assert "csrc/k.cu: CUDA path unchanged — the change is under a ROCm guard" in text
+    assert ("python/sglang/srt/models/glm.py: Python that CUDA runs too — this change also applies on CUDA"
+            in text)
+    assert "## Accuracy check" in text and "greedy outputs match the reference on 8 prompts" in text
+
+
+def test_signoff_adds_the_dco_line_to_every_commit(tmp_path):
+    view = RunView.load(make_run(tmp_path))
+    pr = build_pr(view, author="Ada Lovelace <ada@example.com>", signoff=True)
+    bodies = git(tmp_path / "runs" / view.run_id / "repo", "log", "--format=%B%x00", f"{pr.base_commit}..{pr.branch}")
+    messages = [b.strip() for b in bodies.split("\x00") if b.strip()]
+    assert len(messages) == 2 and all(m.endswith("Signed-off-by: Ada Lovelace <ada@example.com>") for m in messages)
