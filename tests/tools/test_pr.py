@@ -60,7 +60,7 @@ class _GitHub(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         _GitHub.seen.append((self.path, dict(self.headers), body))
         ok = self.headers.get("Authorization") == f"Bearer {TOKEN}" and {"title", "head", "base", "body"} <= set(body)
-        data = json.dumps({"html_url": "http://ghe.local/o/r/pull/7"} if ok else {"message": "Bad credentials"}).encode()
+        data = json.dumps({"html_url": "http://ghe.local/o/r/pull/7", "number": 7} if ok else {"message": "Bad credentials"}).encode()
         self.send_response(201 if ok else 401)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -105,27 +105,7 @@ def test_bad_token_and_missing_token_are_one_line_errors(tmp_path, github, monke
     assert "wrong-token" not in str(info.value)
 
 
-class _GitHubWithNumbers(_GitHub):
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        _GitHub.seen.append((self.path, dict(self.headers), body))
-        data = json.dumps({"html_url": "http://ghe.local/o/r/pull/7", "number": 7}).encode()
-        self.send_response(201)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-
-@pytest.fixture
-def numbered_github():
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), _GitHubWithNumbers)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    _GitHub.seen = []
-    yield f"http://127.0.0.1:{srv.server_address[1]}/api/v3"
-    srv.shutdown()
-
-
-def test_draft_pr_with_labels_and_reviewers_using_the_gh_cli_login(tmp_path, numbered_github, monkeypatch):
+def test_draft_pr_with_labels_and_reviewers_using_the_gh_cli_login(tmp_path, github, monkeypatch):
     for name in ("GITHUB_TOKEN", "GH_TOKEN"):
         monkeypatch.delenv(name, raising=False)
     config = tmp_path / "gh"
@@ -134,7 +114,7 @@ def test_draft_pr_with_labels_and_reviewers_using_the_gh_cli_login(tmp_path, num
     monkeypatch.setenv("GH_CONFIG_DIR", str(config))  # where `gh auth login` keeps the token
     view = RunView.load(make_run(tmp_path))
     pr = build_pr(view)
-    req = pr_request(pr, slug="o/r", base_branch="main", api_url=numbered_github, labels=["rocm", "amd"],
+    req = pr_request(pr, slug="o/r", base_branch="main", api_url=github, labels=["rocm", "amd"],
                      reviewers=["maintainer"])
     assert "/issues/{number}/labels" in req.redacted() and TOKEN not in req.redacted()
     assert open_pr(req) == "http://ghe.local/o/r/pull/7"
