@@ -59,7 +59,8 @@ class _GitHub(BaseHTTPRequestHandler):
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         _GitHub.seen.append((self.path, dict(self.headers), body))
-        ok = self.headers.get("Authorization") == f"Bearer {TOKEN}" and {"title", "head", "base", "body"} <= set(body)
+        ok = self.headers.get("Authorization") == f"Bearer {TOKEN}" and (
+            not self.path.endswith("/pulls") or {"title", "head", "base", "body"} <= set(body))
         data = json.dumps({"html_url": "http://ghe.local/o/r/pull/7", "number": 7} if ok else {"message": "Bad credentials"}).encode()
         self.send_response(201 if ok else 401)
         self.send_header("Content-Length", str(len(data)))
