@@ -3,8 +3,6 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-import yaml
-
 from tools.report import PERCENTILES, RunView, bench_rows
 
 NATIVE_SUFFIXES = {".cu", ".cuh", ".c", ".cc", ".cpp", ".cxx", ".h", ".hpp", ".hip", ".inl"}
@@ -73,17 +71,9 @@ def commit_message(outcome: dict, view: RunView) -> str:
     return "\n".join(body).rstrip() + "\n"
 
 
-def _job(view: RunView) -> dict:
-    try:
-        job = yaml.safe_load(view.job_yaml or "") or {}
-    except yaml.YAMLError:
-        return {}
-    return job if isinstance(job, dict) else {}
-
-
 def subject_of_run(view: RunView) -> tuple[str, str]:
     """(model or framework, arch) the run ported, from its job."""
-    job = _job(view)
+    job = view.job
     model = job.get("model") or {}
     name = model.get("name") or (PurePosixPath(str(model["path"])).name if model.get("path") else "")
     framework = (job.get("framework") or {}).get("profile", "")

@@ -29,6 +29,17 @@ class RunView:
     events: list[dict] = field(default_factory=list)
     job_yaml: str = ""
 
+    @property
+    def job(self) -> dict:
+        """The run's job.yaml as data ({} when missing or unreadable)."""
+        import yaml
+
+        try:
+            job = yaml.safe_load(self.job_yaml or "") or {}
+        except yaml.YAMLError:
+            return {}
+        return job if isinstance(job, dict) else {}
+
     @classmethod
     def load(cls, run_dir: Path) -> "RunView":
         state_file = run_dir / "state.json"

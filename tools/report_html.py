@@ -1,16 +1,26 @@
-"""The run report as one static HTML page: tables plus SVG plots of latency percentiles and throughput."""
+"""The run report as one static HTML page: a header saying what was ported where (model, framework,
+arch, image) with a status badge, a phase timeline chart, what ran and what was skipped, each patch
+with its diff inline, and the benchmark as latency small multiples and throughput bars on real axes."""
 from __future__ import annotations
 
 import html
 import json
+import subprocess
+from pathlib import Path
 
-from tools.report import PERCENTILES, RunView, bench_rows, failure_fates, phase_timeline
+from tools.report import (PERCENTILES, LATENCY_METRICS, RunView, bench_rows, failure_fates, phase_timeline,
+                          scan_rows, stage_rows)
+from tools.report_svg import panels_svg, timeline_svg
 
-_CSS = """body{font:14px system-ui,sans-serif;margin:24px;max-width:1100px;color:#1f2328}
+_CSS = """body{font:14px system-ui,sans-serif;margin:24px;max-width:1200px;color:#1f2328}
 table{border-collapse:collapse;margin:8px 0 20px}td,th{border:1px solid #d0d7de;padding:4px 8px;text-align:left;
 vertical-align:top}th{background:#f6f8fa}.fixed{background:#dafbe1}.reverted,.open{background:#ffebe9}
-.muted{color:#6e7781}code{font-size:12px}rect.bar{fill:#1f6feb}text{font:11px system-ui,sans-serif}"""
-_COLORS = ("#1f6feb", "#8250df", "#bf8700", "#cf222e", "#1a7f37")
+.muted{color:#6e7781}code{font-size:12px}text{font:11px system-ui,sans-serif}text.title{font-weight:600}
+text.unit{fill:#57606a}.badge{display:inline-block;padding:2px 10px;border-radius:12px;color:#fff;font-weight:600}
+.badge.green{background:#1a7f37}.badge.partial{background:#bf8700}.badge.failed{background:#cf222e}
+.meta td:first-child{font-weight:600;background:#f6f8fa}pre.diff{background:#f6f8fa;padding:8px;overflow-x:auto;
+font-size:12px}pre.diff .add{color:#1a7f37}pre.diff .del{color:#cf222e}pre.diff .hunk{color:#8250df}
+.skipped td{color:#6e7781}"""
 
 
 def _table(header: list[str], rows: list[list[str]], table_id: str, row_class: list[str] | None = None) -> str:
@@ -21,56 +31,95 @@ def _table(header: list[str], rows: list[list[str]], table_id: str, row_class: l
     return f'<table id="{table_id}"><tr>{head}</tr>{body}</table>'
 
 
-def latency_svg(rows: list[list[str]], width: int = 640, height: int = 240) -> str:
-    """Grouped bars: one group per metric, one bar per statistic (mean, median, p90, p95, p99)."""
-    values = [[float(v) if v != "—" else 0.0 for v in r[1:]] for r in rows]
-    top = max((v for r in values for v in r), default=0) or 1.0
-    group_w = (width - 60) / max(1, len(rows))
-    bar_w = group_w / (len(PERCENTILES) + 1)
-    parts = [f'<svg id="latency-plot" width="{width}" height="{height + 40}" role="img" '
-             f'aria-label="latency percentiles (ms)">',
-             f'<line x1="50" y1="{height}" x2="{width}" y2="{height}" stroke="#6e7781"/>',
-             f'<text x="0" y="12">{top:.1f} ms</text><text x="0" y="{height}">0</text>']
-    for g, (row, vals) in enumerate(zip(rows, values)):
-        x0 = 55 + g * group_w
-        for i, v in enumerate(vals):
-            h = v / top * (height - 20)
-            parts.append(f'<rect x="{x0 + i * bar_w:.1f}" y="{height - h:.1f}" width="{bar_w - 2:.1f}" '
-                         f'height="{h:.1f}" fill="{_COLORS[i]}"><title>{row[0]} {PERCENTILES[i]}: {v:.2f} ms'
-                         f'</title></rect>')
-        parts.append(f'<text x="{x0:.1f}" y="{height + 16}">{html.escape(row[0])}</text>')
-    legend = "".join(f'<rect x="{55 + i * 80}" y="{height + 24}" width="10" height="10" fill="{_COLORS[i]}"/>'
-                     f'<text x="{69 + i * 80}" y="{height + 33}">{p}</text>' for i, p in enumerate(PERCENTILES))
-    return "".join(parts) + legend + "</svg>"
+def _esc_rows(rows: list[list[str]]) -> list[list[str]]:
+    return [[html.escape(str(c)) for c in r] for r in rows]
 
 
-def throughput_svg(pairs: list[tuple[str, float]], width: int = 640) -> str:
-    """Horizontal bars, one per throughput kind, each labelled with its unit."""
-    top = max((v for _, v in pairs), default=0) or 1.0
-    rows = []
-    for i, (label, v) in enumerate(pairs):
-        w = v / top * (width - 220)
-        rows.append(f'<text x="0" y="{i * 28 + 17}">{html.escape(label)}</text>'
-                    f'<rect class="bar" x="110" y="{i * 28 + 4}" width="{w:.1f}" height="18"/>'
-                    f'<text x="{116 + w:.1f}" y="{i * 28 + 17}">{v:.2f}</text>')
-    return (f'<svg id="throughput-plot" width="{width}" height="{len(pairs) * 28 + 8}" role="img" '
-            f'aria-label="throughput">{"".join(rows)}</svg>')
+def diff_html(diff: str) -> str:
+    """A unified diff with added, removed and hunk lines coloured."""
+    out = []
+    for line in diff.splitlines():
+        css = ("add" if line.startswith("+") and not line.startswith("+++") else
+               "del" if line.startswith("-") and not line.startswith("---") else
+               "hunk" if line.startswith("@@") else "")
+        out.append(f'<span class="{css}">{html.escape(line)}</span>' if css else html.escape(line))
+    return '<pre class="diff">' + "\n".join(out) + "</pre>"
+
+
+def _patch_diff(outcome: dict, repo: Path) -> str:
+    """The patch as proposed, or as committed when the proposal kept no text."""
+    diff = outcome["proposal"].get("diff") or ""
+    if not diff and outcome.get("commit") and (repo / ".git").exists():
+        proc = subprocess.run(["git", "show", "--format=", outcome["commit"]], cwd=repo, capture_output=True,
+                              text=True)
+        diff = proc.stdout if proc.returncode == 0 else ""
+    return diff
+
+
+def header_rows(view: RunView) -> list[list[str]]:
+    """What was ported where: model, framework at its commit, target arch, image."""
+    job = view.job
+    s = view.state
+    model = job.get("model") or {}
+    fw = job.get("framework") or {}
+    target = job.get("target") or {}
+    return [["model", model.get("name") or model.get("path") or "(build only)"],
+            ["framework", f"{fw.get('profile', '?')} @ {fw.get('ref', 'main')} "
+                          f"({str(s.get('base_commit', ''))[:12]})"],
+            ["target", target.get("arch", "?")],
+            ["image", target.get("image") or "the profile's default"],
+            ["work branch", s.get("branch", "")]]
+
+
+def _patches(view: RunView) -> str:
+    s, esc = view.state, html.escape
+    repo = Path(s.get("repo_dir") or view.path / "repo")
+    blocks = []
+    for i, o in enumerate(s.get("outcomes", []), 1):
+        verdict = "kept" if o.get("kept") else f"reverted: {o.get('reason', '')}"
+        checks = "".join(f"<li>{'✔' if ck['ok'] else '✘'} {esc(ck['name'])}</li>" for ck in o.get("checks", []))
+        diff = _patch_diff(o, repo)
+        blocks.append(f"<h3>{i}. {esc(o['proposal']['proposer'])} — {esc(', '.join(o['proposal'].get('files', [])))}"
+                      f" ({esc(verdict)})</h3><p>{esc(o['proposal'].get('rationale', ''))}</p><ul>{checks}</ul>"
+                      + (f"<details{' open' if o.get('kept') else ''}><summary>diff</summary>{diff_html(diff)}"
+                         f"</details>" if diff else ""))
+    summary = _table(["#", "proposer", "files", "verdict", "checks"], [
+        [str(i), esc(o["proposal"]["proposer"]), esc(", ".join(o["proposal"].get("files", []))),
+         "kept" if o.get("kept") else esc(f"reverted: {o.get('reason', '')}"),
+         "<br>".join(f"{'✔' if ck['ok'] else '✘'} {esc(ck['name'])}" for ck in o.get("checks", []))]
+        for i, o in enumerate(s.get("outcomes", []), 1)], "patches")
+    return summary + "".join(blocks)
+
+
+def _bench(bench: dict | None) -> str:
+    if not bench:
+        return '<p class="muted">No benchmark ran.</p>'
+    esc = html.escape
+    rows, pairs = bench_rows(bench)
+    panels = [(label, [(p, bench.get(f"{p}_{key}_ms")) for p in PERCENTILES]) for key, label in LATENCY_METRICS
+              if any(bench.get(f"{p}_{key}_ms") is not None for p in PERCENTILES)]
+    tok = [(label.replace(" tok/s", ""), v) for label, v in pairs if "tok/s" in label]
+    req = [(label, v) for label, v in pairs if "tok/s" not in label]
+    out = (_table(["metric (ms)", *PERCENTILES], rows, "latency") + panels_svg(panels, "ms", "latency-plot")
+           + _table(["throughput", "value"], [[esc(k), f"{v:.2f}"] for k, v in pairs], "throughput")
+           + panels_svg([("tokens per second", tok)] + ([("requests per second", req)] if req else []), "per s",
+                        "throughput-plot", panel_w=260))
+    if bench.get("command"):
+        out = f"<p>Command: <code>{esc(bench['command'])}</code></p>" + out
+    return out
 
 
 def render_html(view: RunView) -> str:
     s, esc = view.state, html.escape
     c = s.get("counters", {})
-    timeline = _table(["phase", "at (s)", "took (s)"],
-                      [[esc(p), f"{t:.1f}", f"{d:.1f}"] for p, t, d in phase_timeline(view.events)], "timeline")
+    status = str(s.get("status", "?"))
+    phases = phase_timeline(view.events)
+    timeline = timeline_svg(phases) + _table(["phase", "at (s)", "took (s)"],
+                                             [[esc(p), f"{t:.1f}", f"{d:.1f}"] for p, t, d in phases], "timeline")
     fates = failure_fates(s)
     failures = _table(["failure", "fate", "by", "detail"],
                       [[f"<code>{esc(f['signature'])}</code>", esc(f["fate"]), esc(f["proposer"]), esc(f["detail"])]
                        for f in fates], "failures", [f["fate"].replace(" ", "-") for f in fates])
-    patches = _table(["#", "proposer", "files", "verdict", "checks"], [
-        [str(i), esc(o["proposal"]["proposer"]), esc(", ".join(o["proposal"].get("files", []))),
-         "kept" if o.get("kept") else esc(f"reverted: {o.get('reason', '')}"),
-         "<br>".join(f"{'✔' if ck['ok'] else '✘'} {esc(ck['name'])}" for ck in o.get("checks", []))]
-        for i, o in enumerate(s.get("outcomes", []), 1)], "patches")
     cost = c.get("cost_usd")
     costs = _table(["what", "count"], [
         ["full builds", str(c.get("builds", 0))], ["unit compiles", str(c.get("unit_compiles", 0))],
@@ -78,25 +127,27 @@ def render_html(view: RunView) -> str:
         ["LLM tokens (in/out)", f"{c.get('tokens_in', 0)}/{c.get('tokens_out', 0)}"],
         ["LLM cost", "unknown (no pricing configured)" if cost is None else f"${cost:.4f}"],
         ["wall time (s)", f"{s.get('elapsed_s', 0):.1f}"]], "costs")
-    stages = _table(["stage", "status", "detail"], [[esc(k), esc(v.get("status", "")), esc(v.get("detail", ""))]
-                                                    for k, v in s.get("stages", {}).items()], "stages")
-    bench_html = '<p class="muted">No benchmark ran.</p>'
-    bench = s.get("bench")
-    if bench:
-        rows, pairs = bench_rows(bench)
-        bench_html = (_table(["metric (ms)", *PERCENTILES], rows, "latency") + latency_svg(rows)
-                      + _table(["throughput", "value"], [[esc(k), f"{v:.2f}"] for k, v in pairs], "throughput")
-                      + throughput_svg(pairs))
-        if bench.get("command"):
-            bench_html = f"<p>Command: <code>{esc(bench['command'])}</code></p>" + bench_html
-    raw = json.dumps(bench or {}).replace("</", "<\\/")
+    staged = stage_rows(s, view.events)
+    stages = _table(["stage", "ran", "why / result"], _esc_rows(staged), "stages",
+                    ["skipped" if r[1] == "skipped" else "" for r in staged])
+    pre = s.get("stages", {}).get("preflight", {})
+    if pre.get("checks"):
+        stages += _table(["image needs", "ok", "found", "for"], _esc_rows(
+            [[ck["need"], "yes" if ck["ok"] else "NO", ck["found"], ck["why"]] for ck in pre["checks"]]), "preflight")
+    findings = s.get("scan", [])
+    scan = (_table(["kind", "where", "construct", "fix family"], _esc_rows(scan_rows(s)), "scan") if findings
+            else '<p class="muted">No findings.</p>')
+    raw = json.dumps(s.get("bench") or {}).replace("</", "<\\/")
+    badge = status if status in ("green", "partial") else "failed"
+    meta = _table(["", ""], _esc_rows(header_rows(view)), "run-meta").replace('<table id="run-meta">',
+                                                                                 '<table id="run-meta" class="meta">')
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
 <title>rocport run {esc(view.run_id)}</title><style>{_CSS}</style></head><body>
-<h1>rocport run {esc(view.run_id)}</h1>
-<p><b>Status:</b> {esc(s.get('status', '?'))} — {esc(s.get('stop_reason', ''))}<br>
-Work branch <code>{esc(s.get('branch', ''))}</code> from <code>{esc(str(s.get('base_commit', ''))[:12])}</code></p>
-<h2>Timeline</h2>{timeline}<h2>Stages</h2>{stages}<h2>Failures and their fate</h2>{failures}
-<h2>Patches</h2>{patches}<h2>Costs</h2>{costs}<h2>Benchmark</h2>{bench_html}
+<h1>rocport run {esc(view.run_id)} <span class="badge {badge}" id="status-badge">{esc(status)}</span></h1>
+<p>{esc(s.get('stop_reason', ''))}</p>{meta}
+<h2>Timeline</h2>{timeline}<h2>Stages</h2>{stages}<h2>Static scan ({len(findings)})</h2>{scan}
+<h2>Failures and their fate</h2>{failures}<h2>Patches</h2>{_patches(view)}<h2>Costs</h2>{costs}
+<h2>Benchmark</h2>{_bench(s.get("bench"))}
 <script type="application/json" id="bench-json">{raw}</script>
 </body></html>
 """
