@@ -70,7 +70,9 @@ def run_cli_startup() -> int:
 def run_cli(root: Path, out: Path, jobs: int | None) -> int:
     cmd = [*_cli(), "scan", str(root), "--format", "json", "--output", str(out)]
     cmd += ["--jobs", str(jobs)] if jobs else []
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if proc.returncode not in (0, 1):  # 1: findings remain (like ruff)
+        raise subprocess.CalledProcessError(proc.returncode, cmd)
     return out.stat().st_size
 
 

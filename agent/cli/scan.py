@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections import Counter
 from dataclasses import fields
 from enum import Enum
 from pathlib import Path
@@ -63,6 +64,36 @@ def _write(path: Path, text: str) -> None:
 def _summary(report: ScanReport, console: Console) -> None:
     for rel, reason in report.skipped:
         console.print(f"[yellow]skipped[/] {rel}: {reason}", highlight=False)
+    if report.build:
+        console.print(f"ROCm build ({report.build}): {len(report.findings)} finding(s) in files it compiles; "
+                      f"{len(report.not_built)} file(s) with findings are not in it; "
+                      f"{report.rocm_only} ROCm-only file(s)", highlight=False)
+
+
+_BLOCKERS_SHOWN = 4
+
+
+def _not_built_table(report: ScanReport) -> Table:
+    """One row per file the ROCm build leaves out: what adding it would take."""
+    table = Table(title=f"not in the ROCm build: {len(report.not_built)} file(s) with findings")
+    for column in ("file", "findings", "needs a port of"):
+        table.add_column(column, overflow="fold")
+    for entry in report.not_built:
+        counts = ", ".join(f"{n} {k}" for k, n in sorted(entry.kinds.items()))
+        blockers = entry.blockers[:_BLOCKERS_SHOWN] + (["..."] if len(entry.blockers) > _BLOCKERS_SHOWN else [])
+        table.add_row(entry.path, counts, ", ".join(blockers) or "(renames and guards only)")
+    return table
+
+
+def _statistics(report: ScanReport) -> Table:
+    """Counts per kind and fix family, like `ruff --statistics`."""
+    counts = Counter((f.kind, f.facts.get("fix_family", "")) for f in report.findings)
+    table = Table(title=f"rocport scan: {len(report.findings)} finding(s) by kind")
+    for column in ("count", "kind", "fix family"):
+        table.add_column(column)
+    for (kind, family), n in counts.most_common():
+        table.add_row(str(n), kind, family)
+    return table
 
 
 @app.command()
@@ -78,15 +109,36 @@ def scan(
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes (default: CPUs).")] = None,
     include_vendored: Annotated[bool, typer.Option(
         "--include-vendored", help="Also scan third_party/, 3rdparty/, vendor/ directories.")] = False,
+    exclude: Annotated[list[str] | None, typer.Option(
+        "--exclude", help="Leave out files or directories matching this glob (repeatable); replaces the "
+                          "profile's default (tests, benchmarks, docs, examples).")] = None,
+    select: Annotated[list[str] | None, typer.Option(
+        "--select", help="Report only this kind (repeatable): cuda_header, warp_size, inline_ptx, ...")] = None,
+    statistics: Annotated[bool, typer.Option(
+        "--statistics", help="Print counts per kind and fix family instead of every finding.")] = False,
 ) -> None:
-    """Find CUDA-only constructs a ROCm build would compile, outside ROCm branches."""
+    """Find CUDA-only constructs a ROCm build would compile, outside ROCm branches. Exits 1 when
+    findings remain (files the ROCm build compiles, when the profile names its source list)."""
     try:
-        report = scan_report(path, profile=profile, hipify=hipify, jobs=jobs, include_vendored=include_vendored)
+        report = scan_report(path, profile=profile, hipify=hipify, jobs=jobs, include_vendored=include_vendored,
+                             exclude=tuple(exclude) if exclude is not None else None, select=tuple(select or ()))
     except ScanError as exc:
         raise fail(str(exc)) from exc
+    _emit(report, fmt, output, statistics)
+    if report.findings:
+        raise typer.Exit(1)
+
+
+def _emit(report: ScanReport, fmt: OutputFormat, output: Path | None, statistics: bool) -> None:
     err = Console(stderr=True)
+    if statistics:
+        Console().print(_statistics(report))
+        _summary(report, err)
+        return
     if fmt is OutputFormat.table and output is None:
         Console().print(_table(report))
+        if report.not_built:
+            Console().print(_not_built_table(report))
         _summary(report, err)
         return
     text = _render(report, fmt) if fmt is not OutputFormat.table else _plain_table(report)
