@@ -21,7 +21,6 @@ from pathlib import Path
 
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c", ".hip")
 TARGET_COMMANDS = ("define_extension_target", "add_library", "add_executable")
-_COMMAND = re.compile(r"([A-Za-z_]\w*)[ \t]*\(")
 _ARG = re.compile(r'"((?:[^"\\]|\\.)*)"|(\()|(\))|([^\s()"]+)')
 _VAR = re.compile(r"\$\{(\w+)\}")
 _TRUE = {"1", "ON", "YES", "TRUE", "Y"}
@@ -35,40 +34,31 @@ class _Quoted(str):
     """A quoted argument: a string literal, never a variable name in a condition."""
 
 
-def _strip_comments(text: str) -> str:
-    out, in_string = [], False
-    for line in text.split("\n"):
-        kept, i = [], 0
-        while i < len(line):
-            ch = line[i]
-            if ch == '"' and (i == 0 or line[i - 1] != "\\"):
-                in_string = not in_string
-            elif ch == "#" and not in_string:
-                break
-            kept.append(ch)
-            i += 1
-        out.append("".join(kept))
-    return "\n".join(out)
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|#\[(=*)\[[\s\S]*?\]\1\]|#[^\n]*|\(|\)|[^\s()"#]+')
 
 
 def _commands(text: str):
-    """(name, raw argument text) of each command, in order."""
-    text = _strip_comments(text)
-    pos = 0
-    while True:
-        m = _COMMAND.search(text, pos)
-        if not m:
-            return
-        depth, i, in_string = 1, m.end(), False
-        while i < len(text) and depth:
-            ch = text[i]
-            if ch == '"' and text[i - 1] != "\\":
-                in_string = not in_string
-            elif not in_string:
-                depth += {"(": 1, ")": -1}.get(ch, 0)
-            i += 1
-        yield m.group(1).lower(), text[m.end():i - 1]
-        pos = i
+    """(name, raw argument text) of each command, in order; comments (line and bracket) skipped."""
+    name, depth, pieces = None, 0, []
+    previous = None
+    for m in _TOKEN.finditer(text):
+        token = m.group(0)
+        if token.startswith("#"):
+            continue
+        if depth == 0:
+            if token == "(" and previous is not None and re.fullmatch(r"[A-Za-z_]\w*", previous):
+                name, depth, pieces = previous.lower(), 1, []
+            previous = token
+            continue
+        if token == "(":
+            depth += 1
+        elif token == ")":
+            depth -= 1
+            if depth == 0:
+                yield name, " ".join(pieces)
+                previous = None
+                continue
+        pieces.append(token)
 
 
 class _Interpreter:

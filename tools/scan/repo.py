@@ -50,6 +50,8 @@ class ScanReport:
     """Where the ROCm source list came from; None when the scan had none (every file may compile)."""
     not_built: list[NotBuilt] = field(default_factory=list)
     """Files with findings that the ROCm build does not compile, summarised per file."""
+    outside_build: list[Failure] = field(default_factory=list)
+    """The findings behind `not_built`, one by one (for JSON consumers and evaluations)."""
     rocm_only: int = 0
     """Files only the ROCm build compiles (.hip, rocm/, unguarded hip/*.h): never findings."""
 
@@ -146,6 +148,12 @@ def _keep(f: Failure, graph: _TreeView, hipify: bool) -> bool:
     return True
 
 
+def _work(f: Failure) -> bool:
+    """Whether a finding in a file outside the ROCm build is work for whoever adds it: a 32-lane
+    logical group (warp-size literal with no lane-width-sensitive collective near) is not."""
+    return f.kind != "warp_size" or real_blocker(f)
+
+
 def _rescan_with_header_macros(root: Path, results: dict[str, FileResult], hipify: bool) -> None:
     """Scan again, with the macros its headers define, each file whose `#if`s read one of them
     (`#if VLLM_FP8_CVT_X2` where core/cuda_compat.h defines it per build). Few files qualify."""
@@ -192,11 +200,11 @@ def scan_tree(path: str | Path, *, hipify: bool = False, jobs: int | None = None
     kept = [f for r in results.values() if r.path in reachable for f in r.findings
             if (not select or f.kind in select) and _keep(f, graph, hipify)]
     in_build = [f for f in kept if f.file in compiled and (build is None or real_blocker(f))]
+    outside = [f for f in kept if f.file not in compiled and f.file not in rocm_only and _work(f)]
     report = ScanReport(str(root), dedupe_signatures(in_build), len(rels),
                         sorted(problems + [(r.path, r.note) for r in results.values() if r.note]), hipify,
                         build=build.described if build else None,
-                        not_built=summarize_not_built([f for f in kept
-                                                       if f.file not in compiled and f.file not in rocm_only]),
+                        not_built=summarize_not_built(outside), outside_build=dedupe_signatures(outside),
                         rocm_only=len(rocm_only | {r.path for r in results.values() if r.rocm_only}))
     report.seconds = round(time.perf_counter() - started, 3)
     return report
