@@ -55,6 +55,23 @@ def start_branch(root: Path) -> str:
     return name
 
 
+def current_checkout(root: Path) -> str:
+    """The branch the user is on, or the commit of a detached HEAD (what restore_checkout goes back to)."""
+    branch = subprocess.run(["git", "symbolic-ref", "-q", "--short", "HEAD"], cwd=root, capture_output=True,
+                            text=True, check=False).stdout.strip()
+    return branch or git(root, "rev-parse", "HEAD")
+
+
+def restore_checkout(root: Path, original: str, work_branch: str | None) -> None:
+    """Back to the user's checkout after a failed session: the unfinished patch is dropped, kept patches
+    stay on the work branch (removed when it has none)."""
+    if work_branch and current_checkout(root) == work_branch:
+        git(root, "reset", "-q", "--hard")  # the session started from a clean tree: only its own edits go
+    git(root, "checkout", "-q", original)
+    if work_branch and not git(root, "rev-list", f"{original}..{work_branch}"):
+        git(root, "branch", "-q", "-D", work_branch)
+
+
 def commit_message(failure: Failure, outcome: PatchOutcome) -> str:
     """Subject: what was fixed where. Body: the failure it removes and the evidence."""
     prop = outcome.proposal

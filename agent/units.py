@@ -5,6 +5,8 @@ import fnmatch
 import os
 from pathlib import Path
 
+from tools.files import read_regular_text
+
 SOURCE_EXTS = (".cu", ".cpp", ".cc", ".cxx", ".hip", ".c")
 HEADER_EXTS = (".h", ".cuh", ".hpp", ".hh", ".inl", ".cuhpp")
 DEFAULT_SOURCES = ["**/*.cu", "**/*.cpp", "**/*.cc", "**/*.hip"]
@@ -41,7 +43,10 @@ def include_graph(root: Path) -> dict[str, set[str]]:
     known = set(files)
     graph: dict[str, set[str]] = {}
     for rel in files:
-        text = (root / rel).read_text(encoding="utf-8", errors="replace")
+        try:
+            text = read_regular_text(root / rel)
+        except OSError:
+            continue  # a FIFO or device named like a source, or gone: it includes nothing
         deps = {_resolve(root, rel, h, known) for h in (include_of(ln) for ln in text.splitlines()) if h}
         graph[rel] = {d for d in deps if d}
     return graph

@@ -65,8 +65,12 @@ def check_paths(root: Path, paths: list[str]) -> None:
 
 
 def _git_apply(root: Path, diff: str, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", "apply", "--whitespace=nowarn", *extra, "-"], check=False, cwd=root, input=diff,
-                          text=True, capture_output=True, timeout=60)
+    """`git apply` fed the diff's bytes: a source that is not valid UTF-8 was read with surrogateescape,
+    so its diff carries the original bytes back unchanged."""
+    done = subprocess.run(["git", "apply", "--whitespace=nowarn", *extra, "-"], check=False, cwd=root,
+                          input=diff.encode("utf-8", "surrogateescape"), capture_output=True, timeout=60)
+    done.stderr = done.stderr.decode("utf-8", "replace")
+    return done
 
 
 def _first_line(text: str) -> str:

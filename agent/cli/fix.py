@@ -51,13 +51,40 @@ def _print(records, console: Console, dry_run: bool) -> None:
         for rec in records:
             for prop in rec.proposals:
                 console.print(f"[bold]{rec.failure.signature}[/] ({prop.proposer})\n{prop.rationale}")
-                console.out(prop.diff, highlight=False)
+                # a source that is not UTF-8 gives a diff with its raw bytes escaped: shown replaced
+                console.out(prop.diff.encode("utf-8", "surrogateescape").decode("utf-8", "replace"), highlight=False)
     table = Table("failure", "file", "result", "commit / reason")
     for rec in records:
         commit = next((o.commit[:10] for o in rec.outcomes if o.commit), "")
         table.add_row(f"{rec.failure.kind} {rec.failure.symbol or ''}", rec.failure.file or "", rec.status,
                       commit or "; ".join(rec.reasons)[:200])
     console.print(table)
+
+
+def _fix_on_branch(repo: Path, ws, failures: list, image: str, arch: str, prof) -> tuple[list, str]:
+    """Validate and commit on a work branch; on any failure the user's own checkout is restored."""
+    from agent.fix import FixError, current_checkout, fix_failures, restore_checkout, start_branch
+    from agent.validate import Validator
+
+    try:
+        original = current_checkout(repo)
+    except FixError as exc:
+        raise fail(str(exc)) from None
+    tools, branch = None, None
+    try:
+        branch = start_branch(repo)
+        tools = _toolchains(repo, image, arch, prof)
+        return fix_failures(ws, failures, Validator(repo, tools)), branch
+    except BaseException as exc:  # whatever stopped it (Ctrl-C included), the checkout goes back
+        restore_checkout(repo, original, branch)
+        if isinstance(exc, FixError):
+            raise fail(str(exc)) from None
+        if isinstance(exc, Exception) and not isinstance(exc, typer.Exit):
+            raise fail(f"fix stopped ({type(exc).__name__}: {exc}); {repo} is back on {original}") from None
+        raise
+    finally:
+        if tools is not None:
+            tools.close()
 
 
 @app.command()
@@ -71,10 +98,9 @@ def fix(
     profile: str | None = typer.Option(None, "--profile", help="Framework profile name or YAML path."),
 ) -> None:
     """Propose rule fixes, validate each with hipcc + nvcc, commit each kept patch on rocport/fix-<sha>."""
-    from agent.fix import FixError, fix_failures, start_branch
+    from agent.fix import fix_failures
     from agent.profiles import ProfileError, load_profile
     from agent.rules import Workspace
-    from agent.validate import Validator
 
     repo = repo.resolve()
     if not repo.is_dir():
@@ -90,16 +116,7 @@ def fix(
     if dry_run:
         _print(fix_failures(ws, failures, None, dry_run=True), console, True)
         return
-    tools = None
-    try:
-        branch = start_branch(repo)
-        tools = _toolchains(repo, image, arch, prof)
-        records = fix_failures(ws, failures, Validator(repo, tools))
-    except FixError as exc:
-        raise fail(str(exc)) from None
-    finally:
-        if tools is not None:
-            tools.close()
+    records, branch = _fix_on_branch(repo, ws, failures, image, arch, prof)
     _print(records, console, False)
     kept = sum(r.status == "kept" for r in records)
     console.print(f"{kept} fix(es) committed on {branch}")

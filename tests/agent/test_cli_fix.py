@@ -88,3 +88,47 @@ def test_bad_input_is_one_line(git_repo, tmp_path):
     (plain / "k.cu").write_text(HEADERS)
     nogit = _fix(plain, "--from-scan", "--image", "local")
     assert nogit.exit_code == 2 and "not a git repository" in nogit.output
+
+
+def _commit_all(root, message: str) -> None:
+    _git(root, "add", "-A")
+    _git(root, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", message)
+
+
+def test_source_that_is_not_utf8_is_fixed_byte_for_byte(git_repo, hipcc, nvcc):
+    root = git_repo({"csrc/half.cu": HEADERS})
+    latin1 = b"// caf\xe9 \xff (Latin-1 bytes, not UTF-8)\n"
+    (root / "csrc/half.cu").write_bytes(latin1 + HEADERS.encode())
+    _commit_all(root, "latin-1 comment")
+    result = _fix(root, "--from-scan", "--image", "local")
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output and "1 fix(es) committed" in result.output
+    fixed = (root / "csrc/half.cu").read_bytes()
+    assert fixed.startswith(latin1) and b"USE_ROCM" in fixed  # the bytes it did not fix are untouched
+
+
+def test_a_failing_session_puts_the_user_back_on_their_branch(git_repo, tmp_path):
+    root = git_repo({"csrc/half.cu": HEADERS})
+    _git(root, "checkout", "-qb", "my-feature")
+    result = _fix(root, "--from-scan", "--image", "rocport/no-such-image:0")
+    assert result.exit_code == 2 and result.output.startswith("rocport: error: ")
+    assert _git(root, "branch", "--show-current").strip() == "my-feature"
+    assert "rocport/fix-" not in _git(root, "branch", "--list")  # nothing committed: no branch left behind
+    assert _git(root, "status", "--porcelain") == ""
+
+
+def test_a_fifo_named_like_a_kernel_hangs_neither_scan_nor_fix(git_repo, hipcc, nvcc):
+    import os
+    import sys
+
+    root = git_repo({"csrc/half.cu": HEADERS})
+    os.mkfifo(root / "csrc" / "x.cu")  # no writer ever comes: a plain open() would block forever
+    cli = [sys.executable, "-c", "from agent.cli import main; main()"]
+    scan = subprocess.run([*cli, "scan", str(root), "-f", "json"], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert scan.returncode in (0, 1), scan.stderr
+    assert "half.cu" in scan.stdout and "Traceback" not in scan.stderr
+    fixed = subprocess.run([*cli, "fix", str(root), "--from-scan", "--image", "local"], capture_output=True,
+                           text=True, timeout=300, check=False)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert "1 fix(es) committed" in fixed.stdout

@@ -19,6 +19,8 @@ import os
 import re
 from pathlib import Path
 
+from tools.files import read_regular_text
+
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c", ".hip")
 TARGET_COMMANDS = ("define_extension_target", "add_library", "add_executable")
 _ARG = re.compile(r'"((?:[^"\\]|\\.)*)"|(\()|(\))|([^\s()"]+)')
@@ -255,7 +257,7 @@ def cmake_sources(repo: Path, cmake_file: str, variables: dict[str, str]) -> set
     """Repo-relative sources the CMake build compiles under `variables` (e.g. VLLM_GPU_LANG=HIP)."""
     path = repo / cmake_file
     interpreter = _Interpreter(path.parent, variables)
-    interpreter.run(path.read_text(encoding="utf-8", errors="replace"))
+    interpreter.run(read_regular_text(path))
     base = path.parent.relative_to(repo).as_posix()
     return {os.path.normpath(s if base == "." else f"{base}/{s}").replace(os.sep, "/")
             for s in interpreter.sources if not os.path.isabs(s)}
@@ -264,7 +266,7 @@ def cmake_sources(repo: Path, cmake_file: str, variables: dict[str, str]) -> set
 def setup_py_sources(repo: Path, setup_file: str) -> set[str]:
     """Repo-relative sources named by string literals in a setup script (beside it or from the root)."""
     path = repo / setup_file
-    tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+    tree = ast.parse(read_regular_text(path))
     out = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.endswith(SOURCE_SUFFIXES):

@@ -10,6 +10,7 @@ from tools.cpp.conditions import cuda_config, rocm_config
 from tools.cpp.lines import rocm_only_file
 from tools.cpp.preprocessor import Seed, walk
 from tools.cpp.source import SourceText
+from tools.files import NotRegularFile, read_regular
 from tools.records import Failure
 from tools.scan.patterns import cpp_findings
 from tools.scan.python_rules import may_have_findings, python_findings
@@ -61,8 +62,9 @@ def is_scannable(rel: str) -> bool:
 def read_source(path: str | Path) -> tuple[bytes | None, str | None]:
     """The file's bytes, or None and the reason it is skipped."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_BYTES + 1)
+        data = read_regular(path, MAX_BYTES + 1)
+    except NotRegularFile:
+        return None, "not a regular file (FIFO, socket or device)"
     except OSError as exc:
         return None, f"unreadable: {exc.strerror or exc}"
     if len(data) > MAX_BYTES:
