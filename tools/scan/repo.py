@@ -163,7 +163,8 @@ def _rescan_with_header_macros(root: Path, results: dict[str, FileResult], hipif
         if not result.condition_names:
             continue
         seed = seed_for(graph, rel, exports)
-        seed = {name: pair for name, pair in seed.items() if name in result.condition_names}
+        seed = {name: pair for name, pair in seed.items() if name in result.condition_names
+                and (pair[0].defined is not None or pair[1].defined is not None)}
         if seed:
             results[rel] = scan_path(root, rel, hipify=hipify, seed=seed)
 

@@ -82,8 +82,8 @@ def scan_source(rel: str, data: bytes, *, hipify: bool = False, seed: Seed | Non
     if is_python and not may_have_findings(data):
         return result
     # Kernel files nearly always hold a candidate, so the extra pass would only cost time there.
-    if not is_python and not rel.endswith(_KERNEL_SUFFIXES) and not CPP_CANDIDATES.search(data) \
-            and not _DIRECTIVES.search(data):
+    if not is_python and not rel.endswith(_KERNEL_SUFFIXES) and not _DIRECTIVES.search(data) \
+            and not CPP_CANDIDATES.search(data):
         return result
     src = SourceText(rel, data.decode("utf-8", "surrogateescape"))
     if is_python:

@@ -120,7 +120,8 @@ def _candidates(masked: str):
             yield m.start("lit") if m.group("lit") else m.start("targ"), "warpSize", _CONST
 
 
-_LANE_SENSITIVE = re.compile(r"\b(__shfl(?:_up|_down)?(?:_sync)?|__ballot(?:_sync)?|__activemask)\s*\(")
+# Anchored on the literal "__" (no leading \b) so the engine can skip to candidates.
+_LANE_SENSITIVE = re.compile(r"__(shfl(?:_up|_down)?(?:_sync)?|ballot(?:_sync)?|activemask)[ \t]*\(")
 _WIDTH_ARG = {"__shfl": 3, "__shfl_up": 3, "__shfl_down": 3, "__shfl_sync": 4, "__shfl_up_sync": 4,
               "__shfl_down_sync": 4}
 """Argument count at which a shuffle names its width: with it, 32-lane groups stay 32-lane on ROCm."""
@@ -148,7 +149,7 @@ def lane_sensitive_lines(masked: str, regions: Regions) -> list[int]:
     out), a ballot or an active mask (64 bits on ROCm)."""
     out = []
     for m in _LANE_SENSITIVE.finditer(masked):
-        name = m.group(1)
+        name = "__" + m.group(1)
         if not regions.shared_code(m.start()):
             continue
         width_at = _WIDTH_ARG.get(name)

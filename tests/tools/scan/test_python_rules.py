@@ -122,3 +122,18 @@ def test_python_that_does_not_parse_is_skipped_with_a_note(tmp_path):
     report = scan_report(root)
     assert report.findings == []
     assert report.skipped[0][0] == "py2.py" and "not parsed as Python" in report.skipped[0][1]
+
+
+def test_a_module_that_wraps_the_cuda_only_package_is_not_a_rocm_import(tmp_path):
+    files = {"srt/layers/attention/flashinfer_backend.py": "import flashinfer\n",
+             "srt/layers/deep_gemm_wrapper/entrypoint.py": "import deep_gemm\n",
+             "srt/layers/moe/router.py": "import deep_gemm\n"}
+    assert [(f.file, f.symbol) for f in scan_files(tmp_path, files)] == [("srt/layers/moe/router.py", "deep_gemm")]
+
+
+@pytest.mark.parametrize("text", [
+    "import torch\n# gfx950 (MI355X) is OCP fp8\nW_DTYPE = torch.float8_e4m3fn\n",
+    "import torch\nNVFP4_BLOCK_SCALE_DTYPE = torch.float8_e4m3fn\n",
+])
+def test_e4m3fn_where_it_is_right_on_rocm_is_not_reported(tmp_path, text):
+    assert scan_files(tmp_path, {"q.py": text}) == []
