@@ -8,7 +8,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-ROCM_MACROS = ("USE_ROCM", "__HIP_PLATFORM_AMD__", "__HIP_PLATFORM_HCC__", "__HIPCC__", "__HIP__")
+from tools.cpp import ROCM_MACROS  # the shared source model's list
+
 _MACRO = "|".join(re.escape(m) for m in ROCM_MACROS)
 _IF_ROCM = re.compile(rf"^\s*#\s*(?:ifdef\s+(?:{_MACRO})\b|if\s+defined\s*\(?\s*(?:{_MACRO})\s*\)?\s*$)")
 _IF_CUDA = re.compile(rf"^\s*#\s*(?:ifndef\s+(?:{_MACRO})\b|if\s+!\s*defined\s*\(?\s*(?:{_MACRO})\s*\)?\s*$)")

@@ -228,8 +228,27 @@ class _Parser:
         return None
 
 
+_NAMES = re.compile(r"[A-Za-z_]\w*")
+_CACHE: dict[tuple, int | None] = {}
+_CACHE_LIMIT = 50_000
+
+
 def evaluate(expr: str, config: BuildConfig) -> int | None:
-    """The value of a `#if`/`#elif` expression under `config`; None when it cannot be known."""
+    """The value of a `#if`/`#elif` expression under `config`; None when it cannot be known.
+    Memoised on the expression and the states of the macros it names: the same guards
+    (`defined(USE_ROCM)`, `__CUDA_ARCH__ >= 800`) recur in every file of a tree."""
+    names = _NAMES.findall(expr)
+    key = (expr, config.name, tuple(config.macros.get(n) for n in names),
+           tuple(sorted(config.header_exists.items())) if "__has_include" in expr else ())
+    if key in _CACHE:
+        return _CACHE[key]
+    value = _evaluate(expr, config)
+    if len(_CACHE) < _CACHE_LIMIT:
+        _CACHE[key] = value
+    return value
+
+
+def _evaluate(expr: str, config: BuildConfig) -> int | None:
     try:
         parser = _Parser(_tokens(expr), config)
         value = parser.ternary()

@@ -38,10 +38,14 @@ class IncludeGraph:
             self.by_name.setdefault(posixpath.basename(rel), []).append(rel)
         self._resolved: dict[tuple[str, str], list[str]] = {}
         self._closure: dict[str, frozenset[str]] = {}
+        self._dirs: dict[str, str] = {}
 
     def resolve(self, includer: str, header: str) -> list[str]:
         """Repo files an include may name: the one beside the includer, else any with that suffix."""
-        key = (posixpath.dirname(includer), header)
+        directory = self._dirs.get(includer)
+        if directory is None:
+            directory = self._dirs[includer] = posixpath.dirname(includer)
+        key = (directory, header)
         found = self._resolved.get(key)
         if found is None:
             beside = posixpath.normpath(posixpath.join(key[0], header))

@@ -24,11 +24,13 @@ _LIBRARY = Construct("cuda_only_dep", "exclude_or_port",
 _CG = Construct("warp_intrinsic", "no_hip_equivalent",
                 "cooperative-groups algorithm with no HIP equivalent (HIP has no cooperative_groups/reduce.h)")
 _CUB = Construct("cub", "no_hip_equivalent", "CUB internal with no hipCUB equivalent")
-_ALGORITHMS = re.compile(
-    r"\b(?:cg|cooperative_groups)::(?P<cg>reduce|inclusive_scan|exclusive_scan|reduce_update_async|reduce_store_async"
-    r"|greater|less|plus|bit_and|bit_or|bit_xor|invoke_one|invoke_one_broadcast)\b"
-    r"|\bcub::(?P<cub>Traits\s*<[^;{}]*?>\s*::\s*Twiddle(?:In|Out)|BaseTraits\s*<[^;{}]*?>\s*::\s*Twiddle(?:In|Out)"
-    r"|(?:Unsigned|Float)Bits\b)")
+# One pattern per namespace spelling, each starting with a literal so the engine can skip to it.
+_CG_NAMES = (r"::(?P<cg>reduce|inclusive_scan|exclusive_scan|reduce_update_async|reduce_store_async"
+             r"|greater|less|plus|bit_and|bit_or|bit_xor|invoke_one|invoke_one_broadcast)\b")
+_ALGORITHMS = (
+    re.compile(r"cg" + _CG_NAMES), re.compile(r"cooperative_groups" + _CG_NAMES),
+    re.compile(r"cub::(?P<cub>(?:Base)?Traits\s*<[^;{}]*?>\s*::\s*Twiddle(?:In|Out)|(?:Unsigned|Float)Bits\b)"),
+)
 
 
 def library_findings(src: SourceText, regions: Regions) -> list[Failure]:
@@ -51,10 +53,13 @@ def algorithm_findings(src: SourceText, regions: Regions) -> list[Failure]:
     if "cg::" not in masked and "cooperative_groups::" not in masked and "cub::" not in masked:
         return []
     uses: dict[str, list[int]] = {}
-    for m in _ALGORITHMS.finditer(masked):
+    matches = [m for pattern in _ALGORITHMS for m in pattern.finditer(masked)
+               if not (m.start() and (masked[m.start() - 1].isalnum() or masked[m.start() - 1] in "_:"))]
+    for m in sorted(matches, key=lambda m: m.start()):
         if not regions.shared_code(m.start()):
             continue
-        name = f"cg::{m.group('cg')}" if m.group("cg") else "cub::" + re.sub(r"\s+", "", m.group("cub"))
+        groups = m.groupdict()
+        name = f"cg::{groups['cg']}" if groups.get("cg") else "cub::" + re.sub(r"\s+", "", groups["cub"])
         name = re.sub(r"<.*>", "<T>", name)
         uses.setdefault(name, []).append(m.start())
     out = []
