@@ -104,12 +104,17 @@ def real_blocker(f: Failure) -> bool:
 
 
 def _blocker(f: Failure) -> str | None:
+    """The kind of port a finding asks for, named once per file (not per symbol)."""
     if f.kind == "cuda_only_dep":
         return f.symbol
-    if f.facts.get("judgment"):
-        return f"tensor-core PTX ({f.symbol})"
-    if f.facts.get("fix_family") in ("launch_attribute_guard", "no_hip_equivalent"):
+    if f.kind == "inline_ptx":
+        return "tensor-core/async PTX" if f.facts.get("judgment") else "inline PTX"
+    if f.facts.get("fix_family") == "launch_attribute_guard":
+        return "launch attributes/PDL"
+    if f.facts.get("fix_family") == "no_hip_equivalent":
         return f.symbol
+    if f.facts.get("fix_family") == "driver_api_guard":
+        return "CUDA driver API"
     return None
 
 
