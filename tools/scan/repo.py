@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, fields
+from functools import lru_cache
 from multiprocessing import get_context
 from pathlib import Path
 
@@ -59,8 +61,13 @@ class ScanReport:
 def excluded(rel: str, patterns: tuple[str, ...]) -> bool:
     """True when a glob names the file, a directory above it, or a directory of that name anywhere
     (`tests` leaves out tests/ and sgl-kernel/tests/ alike)."""
-    return any(fnmatch.fnmatch(rel, p) or fnmatch.fnmatch(rel, p.rstrip("/") + "/*")
-               or fnmatch.fnmatch(rel, "*/" + p.rstrip("/") + "/*") for p in patterns)
+    return bool(patterns) and _exclusion(patterns).match(rel) is not None
+
+
+@lru_cache(maxsize=32)
+def _exclusion(patterns: tuple[str, ...]) -> re.Pattern:
+    forms = [form for p in patterns for form in (p, p.rstrip("/") + "/*", "*/" + p.rstrip("/") + "/*")]
+    return re.compile("|".join(fnmatch.translate(form) for form in forms))
 
 
 def discover(root: Path, *, include_vendored: bool = False,
