@@ -20,21 +20,28 @@ HIP_LACKS = frozenset({"__match_any_sync", "__match_all_sync", "__reduce_add_syn
 """Warp intrinsics with no HIP counterpart at all."""
 
 
-def first_argument(masked: str, open_paren: int) -> str:
-    """The text of a call's first argument (balanced parentheses), stripped."""
-    depth, i = 0, open_paren
-    while i < len(masked) and i < open_paren + 400:
+def call_arguments(masked: str, open_paren: int, limit: int = 600) -> list[str]:
+    """The top-level arguments of the call whose '(' is at `open_paren`, stripped."""
+    depth, start, out = 0, open_paren + 1, []
+    for i in range(open_paren, min(len(masked), open_paren + limit)):
         ch = masked[i]
         if ch in "([{":
             depth += 1
         elif ch in ")]}":
             depth -= 1
             if depth == 0:
-                break
+                out.append(masked[start:i].strip())
+                return out
         elif ch == "," and depth == 1:
-            break
-        i += 1
-    return masked[open_paren + 1:i].strip()
+            out.append(masked[start:i].strip())
+            start = i + 1
+    out.append(masked[start:min(len(masked), open_paren + limit)].strip())
+    return out
+
+
+def first_argument(masked: str, open_paren: int) -> str:
+    """The text of a call's first argument."""
+    return call_arguments(masked, open_paren, limit=400)[0]
 
 
 def mask_bits(argument: str, regions: Regions) -> int | None:

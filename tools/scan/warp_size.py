@@ -14,6 +14,7 @@ from tools.cpp.source import SourceText
 from tools.records import Failure
 from tools.scan.catalog import Construct
 from tools.scan.findings import make_finding
+from tools.scan.warp_masks import call_arguments
 
 _SOURCE = Construct("warp_size", "warp_size_source",
                     "assumes 32 lanes; CDNA wavefronts have 64 (derive it from one warp-size source)")
@@ -128,21 +129,6 @@ _WIDTH_ARG = {"__shfl": 3, "__shfl_up": 3, "__shfl_down": 3, "__shfl_sync": 4, "
 _NEAR_LINES = 40
 
 
-def _argument_count(masked: str, open_paren: int) -> int:
-    depth, commas = 0, 0
-    for i in range(open_paren, min(len(masked), open_paren + 600)):
-        ch = masked[i]
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-            if depth == 0:
-                break
-        elif ch == "," and depth == 1:
-            commas += 1
-    return commas + 1
-
-
 def lane_sensitive_lines(masked: str, regions: Regions) -> list[int]:
     """Offsets of cross-lane operations whose result depends on the wavefront being 32 lanes: a
     shuffle that does not name its width (XOR shuffles below 32 stay within 32 lanes and are left
@@ -153,7 +139,7 @@ def lane_sensitive_lines(masked: str, regions: Regions) -> list[int]:
         if not regions.shared_code(m.start()):
             continue
         width_at = _WIDTH_ARG.get(name)
-        if width_at is None or _argument_count(masked, m.end() - 1) < width_at:
+        if width_at is None or len(call_arguments(masked, m.end() - 1)) < width_at:
             out.append(m.start())
     return out
 
