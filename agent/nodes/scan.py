@@ -18,7 +18,8 @@ def scan(state: PortState, env: RunEnv) -> dict:
     except ImportError as exc:  # the scanner is optional to the loop: say so and go on
         env.observer.emit("note", message=f"static scan not run: {exc}")
         return {"scan": []}
-    result = scan_repo(Path(state.repo_dir), hipify=env.profile.hipify_at_build)
+    # The profile gives the hipify setting and, where it names one, the ROCm build's source list.
+    result = scan_repo(Path(state.repo_dir), profile=env.profile)
     findings = getattr(result, "findings", result)
     dicts = [f.to_dict() for f in findings]
     env.observer.emit("scanned", count=len(dicts), kinds=sorted({f.kind for f in findings}))
