@@ -72,16 +72,23 @@ def _region(ctx: Context) -> str:
 def cuda_only_module(path: str, package: str) -> bool:
     """True for a module that exists to wrap the CUDA-only package (`flashinfer_backend.py`,
     `deep_gemm_wrapper/`, `cutlass_mla.py`): a ROCm run imports it only when that backend is chosen,
-    which platform selection never does, so its own imports of the package are not findings.
+    which platform selection never does, so its own imports of the package are not findings. So is
+    a module in an `nvidia/` or `cuda/` vendor directory.
     (An approximation of "reachable from the ROCm entry points"; the import that selects the module
     is where a guard belongs.)"""
+    parts = [p.removesuffix(".py") for p in path.lower().replace("-", "_").split("/")]
+    if any(d in _CUDA_VENDOR_DIRS for d in parts[:-1]):
+        return True
     if package in _GENERIC_PACKAGES:
         return False
-    parts = [p.removesuffix(".py") for p in path.lower().replace("-", "_").split("/")]
-    return any(p == package or p.startswith(package + "_") or p.endswith("_" + package) for p in parts)
+    names = _ALIASES.get(package, (package,))
+    return any(p == n or p.startswith(n + "_") or p.endswith("_" + n) for p in parts for n in names)
 
 
 _GENERIC_PACKAGES = frozenset({"cuda", "nvidia"})
+_CUDA_VENDOR_DIRS = frozenset({"nvidia", "cuda"})
+"""A vendor directory (vLLM's models/<name>/nvidia/), the CUDA counterpart of rocm/ and amd/."""
+_ALIASES = {"cutlass": ("cutlass", "cute"), "flash_mla": ("flash_mla", "flashmla"), "deep_gemm": ("deep_gemm", "deepgemm")}
 """Too common in file names (cuda_graph_runner.py) to say a module wraps the package."""
 
 

@@ -203,7 +203,7 @@ def scan_tree(path: str | Path, *, hipify: bool = False, jobs: int | None = None
     reachable = graph.rocm_reachable()
     compiled, rocm_only = reachable, set()
     if build is not None:
-        compiled = graph.rocm_reachable(build.units - build.rocm_only)
+        compiled = graph.rocm_reachable(build.units - build.rocm_only) | {p for p in results if build.in_build(p)}
         rocm_only = graph.rocm_reachable(build.rocm_only) - compiled
     kept = [f for r in results.values() if r.path in reachable for f in r.findings
             if (not select or f.kind in select) and _keep(f, graph, hipify)]

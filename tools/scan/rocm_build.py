@@ -7,6 +7,8 @@ compiles the include. Findings there are real blockers; findings elsewhere are s
 """
 from __future__ import annotations
 
+import os
+import posixpath
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +31,19 @@ class BuildList:
     units: set[str]
     described: str
     rocm_only: set[str] = field(default_factory=set)
+    source_root: str | None = None
+    """Directory of the native sources relative to the scanned one ('' when the scan is inside it,
+    None when it is outside the scan).
+    Python under it is build tooling (kernel generators); Python elsewhere is the runtime, which
+    the ROCm build ships as is, so its findings are in the build."""
+
+    def in_build(self, rel: str) -> bool:
+        """Whether a file not reached through the C++ units still belongs to the ROCm build."""
+        if not rel.endswith(".py"):
+            return False
+        if self.source_root is None:  # the native sources lie outside the scanned directory
+            return True
+        return not (self.source_root == "" or rel.startswith(self.source_root + "/"))
     """Units only the ROCm build lists (the CUDA build's list lacks them): ROCm code, no findings."""
     """Where the list came from, for the report ('CMakeLists.txt with VLLM_GPU_LANG=HIP')."""
 
@@ -74,7 +89,18 @@ def read_build_list(scan_dir: Path, spec: RocmSources) -> BuildList | None:
         units, rocm_only = setup_py_sources(repo, named), set()
         described = f"sources of {named}"
     prefix = scan_dir.resolve().relative_to(repo).as_posix()
-    return BuildList(_under(units, prefix), described, _under(rocm_only, prefix))
+    return BuildList(_under(units, prefix), described, _under(rocm_only, prefix), _source_root(units, prefix))
+
+
+def _source_root(units: set[str], prefix: str) -> str | None:
+    if not units:
+        return None
+    common = os.path.commonpath([posixpath.dirname(u) or "." for u in units]).replace(os.sep, "/")
+    if prefix == ".":
+        return "" if common in ("", ".") else common
+    if common == prefix or prefix.startswith(common + "/") or common in ("", "."):
+        return ""
+    return common[len(prefix) + 1:] if common.startswith(prefix + "/") else None
 
 
 def _under(paths: set[str], prefix: str) -> set[str]:

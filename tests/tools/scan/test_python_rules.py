@@ -137,3 +137,9 @@ def test_a_module_that_wraps_the_cuda_only_package_is_not_a_rocm_import(tmp_path
 ])
 def test_e4m3fn_where_it_is_right_on_rocm_is_not_reported(tmp_path, text):
     assert scan_files(tmp_path, {"q.py": text}) == []
+
+
+def test_modules_in_a_cuda_vendor_directory_are_not_rocm_imports(tmp_path):
+    files = {"models/kimi/nvidia/attention.py": "import cutlass\n", "cute_utils/ops.py": "import cutlass\n",
+             "models/kimi/attention.py": "import cutlass\n"}
+    assert [f.file for f in scan_files(tmp_path, files)] == ["models/kimi/attention.py"]

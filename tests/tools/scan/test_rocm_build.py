@@ -99,3 +99,16 @@ def test_amd_arm_and_x86_assembly_is_not_ptx(tmp_path):
 def test_nothing_is_reported_inside_a_rocm_only_region(tmp_path):
     text = "#ifdef USE_ROCM\n__device__ float f(float v) { return __shfl_xor_sync(0xffffffff, v, 1); }\n#endif\n"
     assert scan_files(tmp_path, {"k.cu": text}) == []
+
+
+def test_runtime_python_is_in_the_build_and_kernel_generators_are_not(tmp_path):
+    repo = write(tmp_path / "repo", {
+        "CMakeLists.txt": CMAKE, "csrc/common.cu": "__global__ void k() {}\n",
+        "csrc/generate.py": "import cutlass_library\n", "pkg/layers/router.py": "import deep_gemm\n"})
+    report = scan_report(repo, profile=profile_file(tmp_path))
+    assert summary(report.findings) == [("cuda_only_dep", "pkg/layers/router.py", 1, "deep_gemm")]
+    assert [n.path for n in report.not_built] == ["csrc/generate.py"]
+    inside = scan_report(repo / "csrc", profile=profile_file(tmp_path))
+    assert inside.findings == [] and [n.path for n in inside.not_built] == ["generate.py"]
+    package = scan_report(repo / "pkg", profile=profile_file(tmp_path))
+    assert summary(package.findings) == [("cuda_only_dep", "layers/router.py", 1, "deep_gemm")]
