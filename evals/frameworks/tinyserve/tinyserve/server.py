@@ -98,8 +98,15 @@ class Handler(BaseHTTPRequestHandler):
         self._json(status, {"object": "error", "message": message, "type": "BadRequestError", "code": status})
 
 
+class Server(ThreadingHTTPServer):
+    # socketserver's default backlog is 5: a burst of new connections (a benchmark opening its pool,
+    # the data-parallel router forwarding a wave of requests) would see SYNs dropped and retried a
+    # second later, which shows up as 1 s of TTFT.
+    request_queue_size = 1024
+    daemon_threads = True
+
+
 def make_server(host: str, port: int, state: ServerState) -> ThreadingHTTPServer:
     handler = type("BoundHandler", (Handler,), {"state": state})
-    server = ThreadingHTTPServer((host, port), handler)
-    server.daemon_threads = True
+    server = Server((host, port), handler)
     return server

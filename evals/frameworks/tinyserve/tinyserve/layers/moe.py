@@ -5,6 +5,7 @@ import numpy as np
 
 from tinyserve import platform
 from tinyserve.config import ModelConfig
+from tinyserve.layers import moe_kernels
 from tinyserve.layers.linear import Linear
 from tinyserve.nn import Module, ModuleList
 from tinyserve.quant import Mxfp4Config
@@ -68,11 +69,7 @@ class MoE(Module):
 
     def __call__(self, x: np.ndarray, shared_experts: MLP | None = None) -> np.ndarray:
         weights, ids = topk_softmax(self.gate(x), self.top_k, self.renormalize)
-        out = np.zeros_like(x)
-        for e, expert in enumerate(self.experts):
-            rows, slots = np.nonzero(ids == e)
-            if rows.size:
-                out[rows] += expert(x[rows]) * weights[rows, slots][:, None]
+        out = moe_kernels.run_experts(self.experts, x, weights, ids)
         shared = shared_experts if shared_experts is not None else getattr(self, "shared_experts", None)
         if shared is not None:
             out += shared(x)
