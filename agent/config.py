@@ -13,6 +13,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from agent.tune.spec import TuneJob
+
 
 class JobError(ValueError):
     """The job configuration is wrong; the message says where and what to do."""
@@ -137,6 +139,8 @@ class PortJob(_Section):
     llm: LLMSpec = Field(default_factory=LLMSpec)
     serve: ServeSpec = Field(default_factory=ServeSpec)
     bench: BenchSpec = Field(default_factory=BenchSpec)
+    tune: TuneJob = Field(default_factory=TuneJob)
+    """After a green port, search the serving configuration (`rocport tune`)."""
     strategy: Literal["rules+llm", "rules", "llm", "naive", "none"] = "rules+llm"
     """Who proposes patches: rules then the LLM (when configured), one of them alone, `naive` (rules+LLM,
     but one patch at a time, each proven only by a full rebuild or relaunch: the eval baseline), or

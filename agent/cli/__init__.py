@@ -15,6 +15,7 @@ from agent.cli import diagnose  # noqa: E402,F401
 from agent.cli import weights  # noqa: E402,F401
 from agent.cli import doctor  # noqa: E402,F401
 from agent.cli import image  # noqa: E402,F401
+from agent.cli import tune  # noqa: E402,F401
 
 
 def main() -> None:

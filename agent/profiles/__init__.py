@@ -6,6 +6,8 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agent.tune.spec import TuneSpace
+
 PROFILE_DIR = Path(__file__).parent
 
 
@@ -98,6 +100,8 @@ class Profile(BaseModel):
     """Command that installs the Python side after the build (pip install -e . etc.)."""
     env: dict[str, str] = Field(default_factory=dict)
     """Environment for build and launch (PYTORCH_ROCM_ARCH, HIP_PLATFORM, ...); {arch} is substituted."""
+    tune: TuneSpace | None = None
+    """The serving space `rocport tune` searches (parallel splits, kernel switches, MoE tuning script)."""
 
 
 def profile_names() -> list[str]:
