@@ -19,6 +19,7 @@ from agent.rundir import RunDir, new_run_id
 from agent.runlock import RunLock, RunLocked
 from agent.state import PortState
 from agent.store import RunStore, open_checkpointer
+from agent.tune.sections import continue_into_tune
 from sandboxes.base import SandboxError
 
 
@@ -147,5 +148,6 @@ def _invoke(job: PortJob, profile: Profile, rundir: RunDir, store: RunStore, obs
         except json.JSONDecodeError:
             reason = f"{reason} ({saved} is damaged: `rocport report` cannot read it)"
     store.update(rundir.run_id, status=status, reason=reason, counters=out.get("counters", {}))
+    continue_into_tune(job, rundir.run_id, status, observer)
     return PortResult(rundir.run_id, status, reason, out.get("report_path", ""), out.get("counters", {}),
                       events=observer.events)

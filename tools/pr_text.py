@@ -178,6 +178,7 @@ def pr_description(view: RunView, commits: list[str]) -> str:
                                             "no baseline — the server could not load the model on ROCm."))
         lines.append("")
     lines += _accuracy(s)
+    lines += _tune_markdown(view.path)
     lines += ["## Not validated here", ""] + _not_validated(view, kept)
     return "\n".join(lines) + "\n"
 
@@ -193,3 +194,9 @@ def _accuracy(state: dict) -> list[str]:
     else:
         lines.append(f"- {acc}")
     return lines + [""]
+
+
+def _tune_markdown(run_dir) -> list[str]:
+    from agent.tune.sections import pr_markdown  # the serving-configuration section, when the run was tuned
+
+    return pr_markdown(run_dir)

@@ -224,4 +224,11 @@ def render_markdown(view: RunView) -> str:
         lines += _table(["throughput", "value"], [[k, f"{v:.2f}"] for k, v in thr])
         if bench.get("invalid_reasons"):
             lines += ["", f"**INVALID:** {'; '.join(bench['invalid_reasons'])}"]
+    lines += _tune_markdown(view.path)
     return "\n".join(lines) + "\n"
+
+
+def _tune_markdown(run_dir: Path) -> list[str]:
+    from agent.tune.sections import report_markdown  # the tune section, when the run was tuned
+
+    return report_markdown(run_dir)

@@ -147,7 +147,13 @@ def render_html(view: RunView) -> str:
 <p>{esc(s.get('stop_reason', ''))}</p>{meta}
 <h2>Timeline</h2>{timeline}<h2>Stages</h2>{stages}<h2>Static scan ({len(findings)})</h2>{scan}
 <h2>Failures and their fate</h2>{failures}<h2>Patches</h2>{_patches(view)}<h2>Costs</h2>{costs}
-<h2>Benchmark</h2>{_bench(s.get("bench"))}
+<h2>Benchmark</h2>{_bench(s.get("bench"))}{_tune_html(view.path)}
 <script type="application/json" id="bench-json">{raw}</script>
 </body></html>
 """
+
+
+def _tune_html(run_dir) -> str:
+    from agent.tune.sections import report_html  # the tune section, when the run was tuned
+
+    return report_html(run_dir)

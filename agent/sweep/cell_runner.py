@@ -9,6 +9,7 @@ from pathlib import Path
 
 from agent.sweep.cells import Cell
 from agent.sweep.results import CellResult
+from agent.tune.sections import with_tune
 
 FIRST_RUN = "group-run.json"
 """Written into the build group's workdir by its first cell: which run built the framework."""
@@ -63,7 +64,7 @@ def _failures(state: dict) -> list[dict]:
 
 def result_from_state(cell: Cell, night: str, state: dict, started: float) -> CellResult:
     stages = _stages(state)
-    bench = state.get("bench")
+    bench = with_tune(state.get("bench"), state.get("run_id"))
     passed = all(stages.values())
     return CellResult(
         cell_key=cell.key, night=night, sweep="", status="passed" if passed else "failed", stages=stages,

@@ -6,6 +6,7 @@ import json
 
 from agent.sweep.analysis import clusters, histories, regressions
 from agent.sweep.results import STAGES, CellResult
+from agent.tune.sections import sweep_html, sweep_markdown
 
 
 def _grid(results: list[CellResult]) -> tuple[list[str], list[str], dict[tuple[str, str], CellResult]]:
@@ -43,6 +44,7 @@ def markdown(results: list[CellResult], title: str, history_nights: int = 7) -> 
               "|---|---|---|---|---|---|"]
     lines += [f"| `{c.signature}` | {c.kind} | {len(c.cells)} | {c.first_seen} | {c.last_seen} | {c.streak} |"
               for c in cls]
+    lines += sweep_markdown(results)
     return "\n".join(lines) + "\n"
 
 
@@ -100,7 +102,7 @@ def dashboard_html(results: list[CellResult], title: str, history_nights: int = 
 <table id="regressions"><tr><th>cell</th><th>what</th><th>night</th><th>detail</th></tr>{reg_rows}</table>
 <h2>Failure clusters ({len(cls)})</h2>
 <table id="clusters"><tr><th>signature</th><th>kind</th><th>cells</th><th>first seen</th><th>last seen</th>
-<th>streak</th></tr>{cl_rows}</table>
+<th>streak</th></tr>{cl_rows}</table>{sweep_html(results)}
 <script type="application/json" id="results">{data}</script>
 </body></html>
 """
