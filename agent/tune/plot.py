@@ -5,6 +5,7 @@ from __future__ import annotations
 from html import escape
 
 from agent.tune.records import Trial
+from agent.tune.results import TuneOutcome, pareto
 
 W, H, PAD = 560, 340, 56
 
@@ -48,3 +49,11 @@ def pareto_svg(trials: list[Trial], front: list[Trial], chosen: str | None) -> s
             out.append(f'<text x="{x + 12:.1f}" y="{y - 8:.1f}">chosen: {escape(t.key)}</text>')
     out.append("</svg>")
     return "".join(out)
+
+
+def plot(outcome: TuneOutcome) -> str:
+    """The outcome's plot: every measured candidate of both searches (the exhaustive grid's when run)."""
+    trials = {t.key: t for t in (outcome.exhaustive.trials if outcome.exhaustive else [])}
+    trials.update({t.key: t for t in outcome.search.trials if t.measured})
+    points = list(trials.values())
+    return pareto_svg(points, pareto(points), outcome.search.best)

@@ -76,6 +76,9 @@ def markdown(outcome: TuneOutcome, plot_name: str | None = "tune.svg", heading: 
              + (f"; SLO TTFT {outcome.slo_ttft_ms} ms" if outcome.slo_ttft_ms else "")
              + (f"; SLO TPOT {outcome.slo_tpot_ms} ms" if outcome.slo_tpot_ms else "") + ".", ""]
     lines += comparison_lines(outcome) + [""] + trial_table(outcome, outcome.search) + [""]
+    if outcome.exhaustive:
+        lines += ["Every candidate (the exhaustive grid, full measurement each):", ""]
+        lines += trial_table(outcome, outcome.exhaustive) + [""]
     if plot_name:
         lines += [f"![throughput against TTFT]({plot_name})", ""]
     best = outcome.best

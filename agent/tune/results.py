@@ -8,6 +8,8 @@ from pathlib import Path
 
 from agent.tune.records import Search, Trial
 
+TUNE_DIR = "tune"
+"""runs/<id>/tune/: the outcome, its markdown and plot, every benchmark's raw JSON."""
 OUTCOME_FILE = "tune.json"
 
 

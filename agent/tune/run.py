@@ -14,14 +14,12 @@ from agent.profiles import Profile, ProfileError, load_profile
 from agent.rundir import RunDir
 from agent.store import RunStore
 from agent.tune import candidates, search, trial
-from agent.tune.plot import pareto_svg
+from agent.tune.plot import plot
 from agent.tune.render import markdown
-from agent.tune.results import TuneOutcome, pareto, parse_reference
+from agent.tune.results import TUNE_DIR, TuneOutcome, parse_reference
 from agent.tune.snippets import job_snippet, profile_snippet
 from agent.tune.spec import TuneJob, TuneSpace
 from tools.bench import Workload, WorkloadError, preset
-
-TUNE_DIR = "tune"
 
 
 class TuneError(ValueError):
@@ -123,8 +121,7 @@ def tune_run(run_id: str, tune: TuneJob, *, exhaustive: bool = False, home: Path
 def write_outcome(outcome: TuneOutcome, out_dir: Path) -> Path:
     """tune.json, tune.svg and tune.md in out_dir; returns the markdown path."""
     outcome.write(out_dir)
-    (out_dir / "tune.svg").write_text(pareto_svg(outcome.search.trials, pareto(outcome.search.trials),
-                                                 outcome.search.best))
+    (out_dir / "tune.svg").write_text(plot(outcome))
     path = out_dir / "tune.md"
     path.write_text(markdown(outcome, "tune.svg", heading="#"))
     return path

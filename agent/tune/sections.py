@@ -6,11 +6,9 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from agent.tune.plot import pareto_svg
+from agent.tune.plot import plot
 from agent.tune.render import markdown
-from agent.tune.results import OUTCOME_FILE, TuneOutcome, load_outcome, pareto
-
-TUNE_DIR = "tune"
+from agent.tune.results import OUTCOME_FILE, TUNE_DIR, TuneOutcome, load_outcome
 
 
 def _outcome(run_dir: Path) -> TuneOutcome | None:
@@ -28,7 +26,7 @@ def report_html(run_dir: Path) -> str:
     outcome = _outcome(run_dir)
     if not outcome:
         return ""
-    svg = pareto_svg(outcome.search.trials, pareto(outcome.search.trials), outcome.search.best)
+    svg = plot(outcome)
     return (f'<h2>Serving configuration</h2><pre id="tune">{html.escape(markdown(outcome, None, "###"))}</pre>'
             f'<div id="tune-plot">{svg}</div>')
 
@@ -94,8 +92,12 @@ def continue_into_tune(job, run_id: str, status: str, observer) -> None:
     from agent.tune.results import ReferenceError
     from agent.tune.run import TuneError, tune_run
 
+    def progress(strategy: str, t) -> None:
+        numbers = f"{t.output_tok_s:,.0f} output tok/s" if t.measured else t.reason
+        observer.emit("note", message=f"tune [{strategy}] {t.key}: {t.status} ({numbers})")
+
     try:
-        outcome = tune_run(run_id, job.tune)
+        outcome = tune_run(run_id, job.tune, on_trial=progress)
     except (TuneError, ReferenceError) as exc:
         observer.emit("note", message=f"tune not run: {exc}")
         return
