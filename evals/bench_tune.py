@@ -1,5 +1,6 @@
-"""`rocport tune` on the fixture: the coordinate search next to the exhaustive grid, then the chosen
-launch command relaunched as printed, with the same load, and its throughput next to the search's.
+"""`rocport tune` on the fixture: a CPU-only port of tinyserve continuing into the tune (coordinate
+search and exhaustive grid), then the chosen launch command relaunched as printed, with the same
+load, and its throughput next to the search's.
 
     python3 evals/bench_tune.py [--keep DIR]
 
@@ -17,10 +18,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from agent.config import load_job
+from agent.port import start_port
 from agent.rundir import RunDir
 from agent.tune.render import comparison_lines, trial_table
-from agent.tune.run import load_run, tune_run
-from evals.tune_fixture import make_fixture_run, relaunch
+from agent.tune.results import OUTCOME_FILE, TUNE_DIR, load_outcome
+from evals.tune_fixture import fixture_job, python3_path, relaunch
 
 
 def main() -> int:
@@ -30,14 +33,16 @@ def main() -> int:
     home = args.keep or Path(tempfile.mkdtemp(prefix="bench-tune-"))
     home.mkdir(parents=True, exist_ok=True)
     os.environ["ROCPORT_HOME"] = str(home)
-    os.environ["PATH"] = f"{Path(sys.executable).parent}:{os.environ['PATH']}"  # a python3 with numpy
-    run_id = make_fixture_run(home, Path(tempfile.mkdtemp(prefix="work-", dir=home)))
-    _, job, _, _ = load_run(run_id, home)
+    os.environ["PATH"] = python3_path()
+    job = fixture_job(Path(tempfile.mkdtemp(prefix="work-", dir=home)), {"exhaustive": True})
     t0 = time.monotonic()
-    outcome = tune_run(run_id, job.tune, exhaustive=True, home=home,
-                       on_trial=lambda s, t: print(f"  [{s}] {t.key}: {t.status} {t.output_tok_s or t.probe_tok_s}",
-                                                   flush=True))
-    print(f"\ntune + exhaustive + rerun: {time.monotonic() - t0:.0f} s\n")
+    result = start_port(load_job([str(job)]))
+    run_id = result.run_id
+    outcome = load_outcome(RunDir(run_id, home).path / TUNE_DIR / OUTCOME_FILE)
+    if outcome is None:
+        print(f"the port ended {result.status} ({result.reason}) without a tune", file=sys.stderr)
+        return 1
+    print(f"port + tune + exhaustive + rerun: {time.monotonic() - t0:.0f} s\n")
     print("\n".join(comparison_lines(outcome) + [""] + trial_table(outcome, outcome.search)))
     best = outcome.best
     again = relaunch(outcome, RunDir(run_id, home).path / "repo")

@@ -6,6 +6,7 @@ from agent.cli.app import app
 from agent.cli import port  # noqa: E402,F401
 from agent.cli import show  # noqa: E402,F401
 from agent.cli import pr  # noqa: E402,F401
+from agent.cli import tune  # noqa: E402,F401
 from agent.cli import evals  # noqa: E402,F401
 from agent.cli import sweep  # noqa: E402,F401
 from agent.cli import bench  # noqa: E402,F401
@@ -15,7 +16,6 @@ from agent.cli import diagnose  # noqa: E402,F401
 from agent.cli import weights  # noqa: E402,F401
 from agent.cli import doctor  # noqa: E402,F401
 from agent.cli import image  # noqa: E402,F401
-from agent.cli import tune  # noqa: E402,F401
 
 
 def main() -> None:
