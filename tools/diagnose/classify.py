@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tools.diagnose.compile import CompilerDiagnostic
+from tools.diagnose.compile_record import CompilerDiagnostic
+from tools.diagnose.compile_rules import cuda_path_on_rocm, location_free_kind
 from tools.diagnose.signature import is_system_path
 
 _MISSING_HEADER = [
@@ -32,7 +33,8 @@ _WARP_INTRINSICS = re.compile(
     r"|__lanemask_\w+|__fns|__nanosleep|__shfl(?:_up|_down|_xor)?)$")
 _WARP_SIZE = re.compile(r"^(?:CUB_WARP_THREADS|CUB_PTX_WARP_THREADS|WARP_SIZE|warpSize|kWarpSize|WARP_THREADS)$")
 _BF16 = re.compile(r"bfloat16|bf16|bfloat162", re.IGNORECASE)
-_FP16 = re.compile(r"^(?:__half2?|half2?|__nv_half\w*|__float2half\w*|__half2float\w*|__h\w+|hip_half\w*|__hip_half\w*)$|fp16")
+_FP16 = re.compile(r"^(?:__half2?|half2?|__nv_half\w*|__float2half\w*|__half2float\w*|__h\w+|hip_half\w*|__hip_half\w*)$|fp16"
+                   r"|half")
 _FP8 = re.compile(r"fp8|e4m3|e5m2|e8m0|fp4|e2m1", re.IGNORECASE)
 _UNDECLARED = [
     re.compile(r"^use of undeclared identifier '(?P<s>[^']+)'"),
@@ -63,6 +65,12 @@ _CUBLAS = re.compile(r"hipblas|cublas|rocblas", re.IGNORECASE)
 _STREAM = re.compile(r"getCurrentCUDAStream|getDefaultCUDAStream|CUDAStream|MasqueradingAsCUDA|CUDAGuard|cudaStream_t"
                      r"|getCurrentHIPStream|HIPStream")
 _HIP_BUILTIN_DUP = re.compile(r"__float2bfloat16|__bfloat162float|__hip_|__half|__float2half|hip_bfloat16")
+_VENDOR_TYPE = re.compile(r"^(?:__half2?|half2?|__nv_bfloat16\w*|nv_bfloat16\w*|__nv_fp8\w*|__hip_bfloat16\w*)$")
+_NO_VIABLE = re.compile(r"no viable conversion from (?:returned value of type )?'(?P<f>[^']+)'(?: \(aka '(?P<fa>[^']+)'\))?"
+                        r" to (?:function return type )?'(?P<t>[^']+)'(?: \(aka '(?P<ta>[^']+)'\))?")
+_NO_KNOWN_CONVERSION = re.compile(r"no known conversion from '(?P<t>[^']+)'(?: \(aka '(?P<a>[^']+)'\))?")
+_CUDA_RUNTIME_CALL = re.compile(r"^cuda[A-Z]\w*$")
+_NCCL = re.compile(r"^[nr]ccl[A-Z_]\w*")
 _CONSTEXPR_INIT = re.compile(r"constexpr variable '(?P<s>[^']+)' must be initialized by a constant expression")
 
 
@@ -126,10 +134,40 @@ def _symbol_kind(symbol: str, namespace: str | None, diag: CompilerDiagnostic) -
         return type_kind, bare
     if _STREAM.search(bare):
         return "stream_api", bare
+    if _CUDA_RUNTIME_CALL.match(bare):  # a runtime/graph call or enum hipify left untranslated
+        return "cuda_api", bare
     if _CUBLAS.search(bare):
         return "cublas", bare
     if _SMEM.search(bare):
         return "launch_bounds_smem", bare
+    return None
+
+
+def _bare_type(name: str) -> str:
+    return re.sub(r"\b(?:const|volatile|struct)\b|[*&\s]", "", name)
+
+
+def _conversion_type(diag: CompilerDiagnostic) -> tuple[str, str] | None:
+    """`no viable conversion from '__half' to ...`: the CUDA/HIP half or bfloat16 type involved."""
+    m = _NO_VIABLE.search(diag.message)
+    if not m:
+        return None
+    for side in ("f", "t"):
+        canonical = _bare_type(m.group(side + "a") or m.group(side))
+        if _VENDOR_TYPE.match(canonical) or _VENDOR_TYPE.match(_bare_type(m.group(side))):
+            kind = _type_kind(canonical)
+            if kind:
+                return kind, canonical
+    return None
+
+
+def _half_candidates(diag: CompilerDiagnostic, symbol: str | None) -> tuple[str, str] | None:
+    """`atomicAdd(half2*, ...)`: no overload takes the half/bfloat16 type (the candidates' notes say so)."""
+    for note in diag.notes:
+        m = _NO_KNOWN_CONVERSION.search(note)
+        kind = _type_kind(_bare_type(m.group("a") or m.group("t"))) if m and symbol else None
+        if kind:
+            return kind, symbol
     return None
 
 
@@ -150,12 +188,17 @@ def classify_compile(diag: CompilerDiagnostic, repo_root: str | Path | None = No
     msg = diag.message
     if diag.tool == "cmake":
         return _classify_cmake(msg)
+    early = location_free_kind(diag)
+    if early:
+        return early
     if diag.tool in ("ld", "driver") or diag.link_symbol:
         return _classify_link_or_driver(diag)
     header = missing_header(msg)
+    if header and diag.tool in ("clang", "hipcc") and _header_kind(header, diag.tool) in ("cuda_header", "cub", "cuda_std"):
+        return _header_kind(header, diag.tool), header  # hip-clang never has a CUDA header, wherever it was included
     if is_system_path(diag.file, repo_root):
         # raised inside ROCm/CUDA/system headers: the environment, not the repo's code
-        return "toolchain", header
+        return "toolchain", _toolchain_symbol(msg, header)
     if header:
         return _header_kind(header, diag.tool), header
     symbol, namespace = _undeclared(msg)
@@ -166,6 +209,9 @@ def classify_compile(diag: CompilerDiagnostic, repo_root: str | Path | None = No
         found = _symbol_kind(symbol, namespace, diag)
         if found:
             return found
+    found = _half_candidates(diag, symbol) or _conversion_type(diag) or _quoted_type(msg)
+    if found:
+        return found
     m = _CONSTEXPR_INIT.search(msg)
     if m and ("warp" in diag.source_line.lower() or "WARP" in diag.source_line):
         return "warp_size", m.group("s")
@@ -184,8 +230,28 @@ def classify_compile(diag: CompilerDiagnostic, repo_root: str | Path | None = No
     return "compile_error", symbol or _first_quoted(msg)
 
 
+def _toolchain_symbol(message: str, header: str | None) -> str | None:
+    """What a toolchain-header error is about; an `#error "text"` directive names nothing."""
+    if header:
+        return header
+    if message.startswith('"'):
+        return None
+    return _undeclared(message)[0] or _first_quoted(message)
+
+
+def _quoted_type(message: str) -> tuple[str, str] | None:
+    """The first quoted name that is a half/bfloat16/fp8 type (`incomplete result type 'hip_fp8_e4m3'`)."""
+    for name in re.findall(r"'([A-Za-z_][\w:]*)'", message):
+        kind = _type_kind(name)
+        if kind:
+            return kind, name
+    return None
+
+
 def _classify_link_or_driver(diag: CompilerDiagnostic) -> tuple[str, str | None]:
     msg, sym = diag.message, diag.link_symbol
+    if sym and _NCCL.match(sym):  # an NCCL API the RCCL in use lacks, or librccl not linked
+        return "nccl_symbol", sym
     if "multiple definition" in msg or "duplicate symbol" in msg:
         if sym and _HIP_BUILTIN_DUP.search(sym):
             return "toolchain", sym
@@ -202,6 +268,9 @@ def _classify_link_or_driver(diag: CompilerDiagnostic) -> tuple[str, str | None]
 
 def _classify_cmake(message: str) -> tuple[str, str | None]:
     """A configure failure: a missing ROCm/CUDA package is the environment; anything else the build."""
+    missing_cuda = cuda_path_on_rocm(message)
+    if missing_cuda:  # the ROCm build took the project's CUDA branch
+        return "build_config", missing_cuda
     package = re.search(r'provided by\s+"([^"]+)"|find_package\w*\(\s*(\w+)|Could NOT find (\w+)', message)
     name = next((g for g in package.groups() if g), None) if package else None
     if re.search(r"\b(?:hip|HIP|rocm|ROCm|ROCM|roc\w+|hip\w+|amdgpu|CUDA|cuda|CUDAToolkit)\b", message):

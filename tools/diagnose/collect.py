@@ -10,9 +10,9 @@ import textwrap
 from pathlib import Path
 
 from tools.diagnose.classify import classify_compile
-from tools.diagnose.compile import CompilerDiagnostic
 from tools.diagnose.compile_patterns import CLANG_HEADER, SOURCE_EXTS
-from tools.diagnose.signature import make_signature, normalize_message, relativize
+from tools.diagnose.compile_record import CompilerDiagnostic
+from tools.diagnose.signature import is_system_path, make_signature, normalize_message, relativize, rocm_version
 from tools.records import Failure
 
 MAX_FAILURES = 2000
@@ -86,12 +86,27 @@ class Collector:
             facts["unit"] = diag.unit
         if diag.target:
             facts["target"] = diag.target
+        version = rocm_version(" ".join([diag.file or "", *diag.chain, *diag.lines]))
+        if version:
+            facts["rocm_version"] = version  # a header from one ROCm release and a compiler from another...
+        if diag.file and is_system_path(diag.file, self.repo_root):
+            # the fix (or the report) belongs to the repo file that reached the toolchain header
+            facts["header"] = relativize(diag.file)
+            diag.file, diag.line, diag.column = self._repo_file_of(diag), None, None
         source = diag.tool
         if source in ("clang", "gcc", "driver") and self.source:
             source = self.source
         self.add(Failure(kind=kind, message=diag.message[:500], file=diag.file, line=diag.line, column=diag.column,
                          symbol=symbol, excerpt=textwrap.dedent("\n".join(diag.lines)).strip("\n"),
                          source=source, facts=facts))
+
+
+    def _repo_file_of(self, diag: CompilerDiagnostic) -> str | None:
+        """The innermost repo file of the include chain (or CMake call stack), else the unit."""
+        for path in [*diag.chain, *([diag.unit] if diag.unit else [])]:
+            if not is_system_path(path, self.repo_root):
+                return path
+        return None
 
 
 def _locate_by_note(diag: CompilerDiagnostic) -> None:

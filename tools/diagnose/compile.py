@@ -9,54 +9,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from tools.diagnose import compile_patterns as P
+from tools.diagnose.compile_record import CompilerDiagnostic, source_of_command, unit_of_output
 
 MAX_CHAIN = 8
 MAX_CONTEXT = 4
 MAX_EXCERPT = 30
 MAX_GROUP = 200
 MAX_KEPT_LINE = 2000
-
-
-@dataclass
-class CompilerDiagnostic:
-    """One compiler/linker error with the lines that explain it."""
-
-    file: str | None
-    line: int | None
-    column: int | None
-    message: str
-    tool: str
-    """The format it came in: clang, gcc, nvcc, ld, driver."""
-    lines: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    source_line: str = ""
-    unit: str | None = None
-    target: str | None = None
-    link_symbol: str | None = None
-
-
-def _source_of_command(cmd: str) -> str | None:
-    """The translation unit a compile command builds (the file after -c, else the first source)."""
-    tokens = cmd.replace("&&", " ").split()
-    for i, tok in enumerate(tokens[:-1]):
-        if tok == "-c" and tokens[i + 1].endswith(P.SOURCE_EXTS):
-            return tokens[i + 1]
-    for tok in tokens:
-        if tok.endswith(P.SOURCE_EXTS) and not tok.startswith("-"):
-            return tok
-    return None
-
-
-def _unit_of_output(outputs: str) -> str | None:
-    """CMake names objects after their source (x.cu.o): recover it when no command follows."""
-    first = outputs.split()[0]
-    for ext in P.SOURCE_EXTS:
-        if first.endswith((ext + ".o", ext + ".obj")):
-            return re.sub(r"^.*?CMakeFiles/[^/]+\.dir/", "", first.rsplit(".", 1)[0]).replace("__/", "../")
-    return None
 
 
 class CompileParser:
@@ -66,7 +27,10 @@ class CompileParser:
         self.emit = emit
         self.wrappers: list[str] = []
         self._chain: list[str] = []
+        self._chain_files: list[str] = []
+        self._chain_gcc = False
         self._chain_unit: str | None = None
+        self._closing = False
         self._current: CompilerDiagnostic | None = None
         self._ignoring = False
         self._context_left = 0
@@ -81,6 +45,8 @@ class CompileParser:
         """Consume `line` if it belongs to compiler/build output; return whether it did."""
         text = line.strip()
         self._raw = line.rstrip()[:MAX_KEPT_LINE]
+        if self._closing:
+            self._close_after_trailer(text)
         if not text:
             self._context_left = 0
             return False
@@ -90,6 +56,15 @@ class CompileParser:
             if handler(text):
                 return True
         return False
+
+    def _close_after_trailer(self, text: str) -> None:
+        """clang's trailer ends a unit's output; make may name the unit on the very next line."""
+        self._closing = False
+        m = P.MAKE_ERROR.match(text)
+        unit = unit_of_output(m.group("target")) if m and m.group("target") else None
+        for diag in self._group:
+            diag.unit = diag.unit or unit
+        self._flush(keep_command=True)
 
     def finish(self) -> None:
         """Flush what is still open at the end of the log."""
@@ -115,7 +90,7 @@ class CompileParser:
         m = P.NINJA_FAILED.match(text)
         if m:
             self._flush()
-            self._cmd_unit, self._cmd_tool = _unit_of_output(m.group("outputs")), None
+            self._cmd_unit, self._cmd_tool = unit_of_output(m.group("outputs")), None
             self._expect_command = True
             return True
         m = P.CLANG_TRAILER.match(text)
@@ -124,7 +99,7 @@ class CompileParser:
                 diag.target = diag.target or m.group("target")
                 if diag.tool == "gcc":  # clang >= 16 prints gcc-style gutters; its trailer tells them apart
                     diag.tool = "clang"
-            self._flush(keep_command=True)
+            self._current, self._context_left, self._closing = None, 0, True
             return True
         m = P.NVCC_TRAILER.match(text)
         if m:
@@ -133,9 +108,13 @@ class CompileParser:
                 diag.tool = "nvcc" if diag.tool in ("clang", "gcc", "nvcc") else diag.tool
             self._flush(keep_command=True)
             return True
-        if P.WRAPPER.match(text) or P.MAKE_ERROR.match(text):
+        make = P.MAKE_ERROR.match(text)
+        if P.WRAPPER.match(text) or make:
             if len(self.wrappers) < 20:
                 self.wrappers.append(text)
+            unit = unit_of_output(make.group("target")) if make and make.group("target") else None
+            for diag in self._group:
+                diag.unit = diag.unit or unit
             self._flush()
             return True
         if len(text) > 40 and " -c " in f" {text} " and P.COMPILER_CMD.search(text):
@@ -147,7 +126,7 @@ class CompileParser:
     def _set_command(self, text: str) -> None:
         m = P.COMPILER_CMD.search(text)
         self._cmd_tool = m.group("tool") if m else None
-        self._cmd_unit = _source_of_command(text) or self._cmd_unit
+        self._cmd_unit = source_of_command(text) or self._cmd_unit
 
     # ---- error headers -------------------------------------------------------------------
     def _header(self, text: str) -> bool:
@@ -171,6 +150,16 @@ class CompileParser:
             if lm:
                 self._current.link_symbol = lm.group("sym").strip()
             return True
+        m = P.MSVC_LINK.match(text)
+        if m:
+            diag = CompilerDiagnostic(None, None, None, m.group("msg"), "ld")
+            diag.link_symbol = m.group("sym")
+            self._start(diag, text)
+            return True
+        m = P.BARE_ERROR.match(text)
+        if m:  # a diagnostic without a location: LLVM backend errors, hipcc driver and clang option errors
+            self._start(CompilerDiagnostic(None, None, None, m.group("msg"), "clang"), text)
+            return True
         m = P.LINK_REF.match(text) if "undefined reference" in text or "multiple definition" in text else None
         if m:
             diag = CompilerDiagnostic(m.group("file"), None, None, m.group("msg"), "ld")
@@ -184,18 +173,21 @@ class CompileParser:
         if sev == "note":
             return self._note(text)
         if sev in ("warning", "remark") and "-Werror" not in msg:
-            self._chain, self._chain_unit = [], None
+            self._chain, self._chain_unit, self._chain_files, self._chain_gcc = [], None, [], False
             self._current, self._ignoring, self._context_left = None, True, MAX_CONTEXT
             return True
         col = m.groupdict().get("col")
         diag = CompilerDiagnostic(m.group("file"), int(m.group("line")), int(col) if col else None, msg, fmt)
+        diag.indent = len(self._raw) - len(self._raw.lstrip())
         self._start(diag, text)
         return True
 
     def _start(self, diag: CompilerDiagnostic, text: str) -> None:
         diag.lines = self._chain + [self._raw]
         diag.unit = self._chain_unit
-        self._chain, self._chain_unit = [], None
+        # clang prints the unit first and the innermost includer last; gcc the other way round
+        diag.chain = list(self._chain_files) if self._chain_gcc else self._chain_files[::-1]
+        self._chain, self._chain_unit, self._chain_files, self._chain_gcc = [], None, [], False
         self._current, self._ignoring, self._context_left = diag, False, MAX_CONTEXT
         self._group.append(diag)
         if len(self._group) >= MAX_GROUP:
@@ -212,8 +204,10 @@ class CompileParser:
         # gcc prints the direct includer first and the unit as the last "from" line
         if gcc_level or not self._chain:
             self._chain_unit = m.group("file")
+        self._chain_gcc = self._chain_gcc or bool(gcc_level)
         if len(self._chain) < MAX_CHAIN:
             self._chain.append(self._raw)
+            self._chain_files.append(m.group("file"))
         self._current, self._context_left = None, 0
         return True
 
@@ -247,7 +241,9 @@ class CompileParser:
         if diag is None:
             return False
         if diag.tool == "cmake":
-            diag.message = f"{diag.message}: {text}" if diag.message.isidentifier() else f"{diag.message} {text}"
+            self._cmake_context(diag, text)
+        elif self._wrapped(diag):
+            diag.message += text
         elif not diag.source_line and not diag.notes and not set(text) <= set("^~ |0123456789"):
             source = text.split("|", 1)[1] if P.GCC_SOURCE.match(text) else text
             diag.source_line = source.strip()
@@ -256,6 +252,22 @@ class CompileParser:
         if len(diag.lines) < MAX_EXCERPT:
             diag.lines.append(self._raw)
         return True
+
+    def _cmake_context(self, diag: CompilerDiagnostic, text: str) -> None:
+        """The message lines, then `Call Stack (most recent call first):` and its `file:line (cmd)` lines."""
+        frame = P.CMAKE_FRAME.match(text)
+        if text.startswith("Call Stack") or frame:
+            if frame:
+                diag.chain.append(frame.group("file"))
+            self._context_left = max(self._context_left, 2)
+        else:
+            diag.message = f"{diag.message}: {text}" if diag.message.isidentifier() else f"{diag.message} {text}"
+
+    def _wrapped(self, diag: CompilerDiagnostic) -> bool:
+        """A terminal wrapped the error line: its rest starts further left than the error did."""
+        indent = len(self._raw) - len(self._raw.lstrip())
+        return (diag.tool in ("clang", "gcc") and diag.file is not None and not diag.source_line and not diag.notes
+                and len(diag.lines) == len(diag.chain) + 1 and indent < diag.indent)
 
     # ---- output ---------------------------------------------------------------------------
     def _flush(self, keep_command: bool = False) -> None:

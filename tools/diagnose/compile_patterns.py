@@ -50,6 +50,16 @@ MAKE_ERROR = re.compile(r"^(?:g?make|mingw32-make)(?:\[\d+\])?: \*\*\* (?:\[(?P<
 COMPILER_CMD = re.compile(
     r"(?:^|\s|&&\s*|\]\s)(?:\S*/)?(?P<tool>hipcc|nvcc|amdclang\+\+|clang\+\+(?:-\d+)?|clang(?:-\d+)?"
     r"|g\+\+(?:-\d+)?|gcc(?:-\d+)?|c\+\+)\s")
+CMAKE_FRAME = re.compile(r"^(?P<file>[^\s:]+):(?P<line>\d+) \((?P<cmd>\w+)\)$")
+# A location-less error: LLVM backend (`error: local memory limit exceeded (N) in _Z...`), clang option errors.
+# argparse's own `error: unrecognized arguments` stays with the run-time rules, anything else with the catch-all.
+BARE_ERROR = re.compile(r"^(?:fatal )?error: (?P<msg>(?:local memory|static assertion|no viable conversion|no matching"
+                        r"|unknown (?:warning )?option|unsupported option|use of undeclared|unknown type name"
+                        r"|couldn't allocate|invalid (?:output |input )?constraint|ran out of registers"
+                        r"|insufficient registers|scratch).*)$")
+# MSVC's linker: `nccl.obj : error LNK2001: unresolved external symbol ncclCommInitRank` (any language)
+MSVC_LINK = re.compile(r"^(?P<file>\S+) : (?:fatal )?error LNK\d+: (?P<msg>.*?(?P<sym>[A-Za-z_?@$][\w?@$]*))"
+                       r"(?: \([^)]*\))?\s*$")
 CMAKE_ERROR = re.compile(r"^CMake Error at (?P<file>[^:]+):(?P<line>\d+) \((?P<cmd>[\w]+)\):$")
 LD_CONTEXT = re.compile(r"^(?:\S*/)?(?:ld|ld\.lld|ld\.gold): .*: in function [`'].*[`']:$|^>>> ")
 
