@@ -12,7 +12,7 @@ from typing import Any
 COMPILE_KINDS = (
     "cuda_header", "cub", "cuda_std", "warp_intrinsic", "warp_size", "inline_ptx",
     "bf16_type", "fp16_type", "fp8_type", "stream_api", "cublas", "launch_bounds_smem",
-    "compiler_dialect", "toolchain",
+    "compiler_dialect", "toolchain", "cuda_api", "nccl_symbol", "build_config",
 )
 RUNTIME_KINDS = (
     "weight_name", "quant_exclusion", "fp8_layout", "cuda_only_dep", "hip_runtime",

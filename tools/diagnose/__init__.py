@@ -16,7 +16,8 @@ from pathlib import Path
 from tools.diagnose.collect import Collector
 from tools.diagnose.compile import CompileParser
 from tools.diagnose.lines import DiagnoseError, iter_file_lines, iter_text_lines
-from tools.diagnose.python import bare_exception_failure, is_wrapper, traceback_failures
+from tools.diagnose.python import (bare_exception_failure, framework_frame, is_wrapper, traceback_failures,
+                                   warning_failure)
 from tools.diagnose.python_facts import weight_line
 from tools.diagnose.runtime import WORTH_A_LOOK, looks_like_error, match_runtime
 from tools.diagnose.traceback import PyTraceback, TracebackParser
@@ -55,7 +56,7 @@ class _Diagnoser:
         self.repo_root = repo_root
         self.source = source
         self.compile = CompileParser(self.collector.add_compile)
-        self.tracebacks = TracebackParser(self._on_traceback)
+        self.tracebacks = TracebackParser(self._on_traceback, is_message=lambda text: match_runtime(text) is not None)
         self.wrapper_tracebacks: list[Failure] = []
         self.recent: deque[str] = deque(maxlen=3)
         self.weight_notice: Failure | None = None
@@ -82,7 +83,7 @@ class _Diagnoser:
             return
         if self._weight_line(text) or not WORTH_A_LOOK.search(text):
             return
-        failure = bare_exception_failure(text) or self._runtime(text)
+        failure = warning_failure(text) or bare_exception_failure(text) or self._runtime(text)
         if failure is None and looks_like_error(text):
             failure = Failure(kind="unknown", message=text[:500], excerpt=self._excerpt(text),
                               source=self.source or "log")
@@ -120,12 +121,23 @@ class _Diagnoser:
         return "\n".join([*before, text])
 
     def _on_traceback(self, tb: PyTraceback) -> None:
+        if tb.frames_only:
+            self._locate_bare_failure(tb)
+            return
         failures = traceback_failures(tb, self.repo_root)
         if is_wrapper(tb):
             self.wrapper_tracebacks.extend(failures[:1])
             return
         for failure in failures:
             self.collector.add(failure)
+
+    def _locate_bare_failure(self, tb: PyTraceback) -> None:
+        """Frames cut off before their exception line belong to the failure logged just before them
+        (ComfyUI's "Error occurred when executing X: <message>" then the frames)."""
+        last = self.collector.failures[-1] if self.collector.failures else None
+        frame = framework_frame(tb.frames_only, self.repo_root)
+        if last is not None and last.file is None and last.kind != "unknown" and frame is not None:
+            self.collector.relocate(last, frame.path, frame.line)
 
     def _result(self) -> list[Failure]:
         if not self.collector.failures:

@@ -57,6 +57,11 @@ class Collector:
         self._index[key] = failure
         self.failures.append(failure)
 
+    def relocate(self, failure: Failure, path: str, line: int | None) -> None:
+        """Give a failure logged without a location the file and line found for it later."""
+        failure.file, failure.line = relativize(path, self.repo_root), line
+        failure.signature = make_signature(failure.kind, failure.file, failure.symbol, failure.message)
+
     @staticmethod
     def _merge_unit(seen: Failure, unit: str | None) -> None:
         if not unit or unit == seen.facts.get("unit"):

@@ -97,10 +97,11 @@ def traceback_failures(tb: PyTraceback, repo_root: str | Path | None = None) -> 
     first_line = message_lines[0]
     if first_line.endswith(":") and len(message_lines) > 1:  # "Error(s) in loading state_dict for X:" + detail
         first_line = f"{first_line} {message_lines[1].strip()}"
-    facts = {"exception": exc.type, **facts}
+    facts = {"exception": exc.type, **facts} if exc.type else facts
     if frame is not None:
         facts["function"] = frame.func
-    failure = Failure(kind=kind, message=f"{exc.type}: {first_line}".strip()[:500], file=frame.path if frame else None,
+    message = f"{exc.type}: {first_line}" if exc.type else first_line
+    failure = Failure(kind=kind, message=message.strip()[:500], file=frame.path if frame else None,
                       line=frame.line if frame else None, symbol=symbol, excerpt=_excerpt(exc, frame),
                       source="python", facts=facts)
     return [failure, *_extra_mismatches(exc, failure)]
@@ -137,6 +138,21 @@ def _excerpt(exc: PyException, frame: Frame | None) -> str:
     if len(message) > 12:
         lines.append(f"  ... ({len(message) - 12} more lines)")
     return "\n".join(lines)
+
+
+_WARNING_LINE = re.compile(r"^(?P<path>\S+\.py):(?P<line>\d+): (?P<type>\w*Warning): (?P<msg>.+)$")
+
+
+def warning_failure(line: str) -> Failure | None:
+    """`pkg/mod.py:12: UserWarning: could not load ... libcudart.so.12: cannot open ...`, when its kind is known."""
+    m = _WARNING_LINE.match(line.strip())
+    if not m:
+        return None
+    kind, symbol, facts = classify_exception(PyException(m.group("type"), m.group("msg")))
+    if kind == "python_error":
+        return None
+    return Failure(kind=kind, message=line.strip()[:500], file=m.group("path"), line=int(m.group("line")),
+                   symbol=symbol, excerpt=line.strip(), source="python", facts={"exception": m.group("type"), **facts})
 
 
 def bare_exception_failure(line: str) -> Failure | None:

@@ -14,6 +14,7 @@ CUDA_ONLY_MODULES = {
     "cuda", "pynvml", "nvidia", "xformers", "apex", "fast_hadamard_transform", "causal_conv1d", "mamba_ssm",
     "tensorrt_llm", "tensorrt", "cupy", "pycuda", "nvtx", "cudnn", "transformer_engine", "quack", "cuequivariance",
     "triton_kernels", "flashinfer_python", "sgl_kernel", "vllm_flash_attn", "marlin", "mooncake", "nixl",
+    "awq_ext", "exllama_ext", "exllamav2_ext", "autogptq_cuda", "quant_cuda",
 }
 _WEIGHT_NAME = re.compile(r"^[\w]+(?:\.[\w]+)+$")
 _KEY_LIST = re.compile(r"(Missing|Unexpected) key\(s\) in state_dict: (?P<keys>(?:\"[^\"]*\"(?:, )?)+)")
@@ -35,6 +36,7 @@ _ASSERT_SHAPES = re.compile(r"assert\s+\w+(?:\.data)?\.(?:shape|size\(\))\s*==\s
 _DTYPE = re.compile(r"\b(?:torch\.)?(uint8|int8|float8_e4m3fnuz?|float8_e5m2|float4_e2m1fn_x2|bfloat16|float16|float32)\b")
 _NO_MODULE = re.compile(r"No module named '(?P<m>[\w.]+)'")
 _CANNOT_IMPORT = re.compile(r"cannot import name '(?P<n>\w+)' from '(?P<m>[\w.]+)'")
+_NOT_DEFINED = re.compile(r"name '(?P<n>\w+)' is not defined")
 _SHARED_OBJECT = re.compile(r"(?P<lib>lib[\w.+-]+\.so[\d.]*): cannot open shared object file")
 
 
@@ -116,11 +118,14 @@ def import_facts(exc: PyException, code: str) -> tuple[str, str | None, dict] | 
     m = _NO_MODULE.search(msg) or _CANNOT_IMPORT.search(msg)
     if m:
         module = m.group("m")
-        top = module.split(".")[0]
         facts = {"module": module}
         if m.groupdict().get("n"):
             facts["name"] = m.group("n")
-        return ("cuda_only_dep" if top in CUDA_ONLY_MODULES else "python_error"), top, facts
+        cuda_only = cuda_only_prefix(module.split("."))
+        return ("cuda_only_dep", cuda_only, facts) if cuda_only else ("python_error", module.split(".")[0], facts)
+    m = _NOT_DEFINED.search(msg) if exc.type.endswith("NameError") else None
+    if m and m.group("n") in CUDA_ONLY_MODULES:  # `awq_ext is None`-style guards after a failed import
+        return "cuda_only_dep", m.group("n"), {"module": m.group("n")}
     lib = _SHARED_OBJECT.search(msg)
     if lib and re.search(r"cud|nv|cublas|nccl", lib.group("lib")):
         top = _importing_cuda_package(exc)
@@ -131,12 +136,21 @@ def import_facts(exc: PyException, code: str) -> tuple[str, str | None, dict] | 
     return None
 
 
+def cuda_only_prefix(parts: list[str]) -> str | None:
+    """`vllm.vllm_flash_attn` for ['vllm', 'vllm_flash_attn', 'layers']: the module path up to its CUDA-only part."""
+    for i, part in enumerate(parts):
+        if part in CUDA_ONLY_MODULES:
+            return ".".join(parts[: i + 1])
+    return None
+
+
 def _importing_cuda_package(exc: PyException) -> str | None:
-    """A CUDA-only package on the stack while a module was being imported."""
+    """A CUDA-only package (or subpackage) on the stack while a module was being imported."""
     if not any(f.func == "<module>" for f in exc.frames[1:]):
         return None
     for frame in reversed(exc.frames):
-        m = re.search(r"(?:site|dist)-packages/(\w+)", frame.path)
-        if m and m.group(1) in CUDA_ONLY_MODULES:
-            return m.group(1)
+        m = re.search(r"(?:site|dist)-packages/([\w/]+)/", frame.path.replace("\\", "/"))
+        found = cuda_only_prefix(m.group(1).split("/")) if m else None
+        if found:
+            return found
     return None

@@ -15,17 +15,26 @@ class RuntimeRule:
     kind: str
     pattern: re.Pattern
     symbol_group: str | None = "s"
+    symbol: str | None = None
+    """The symbol when the rule names it (the text's own spelling varies)."""
 
 
-def _r(kind: str, pattern: str, flags: int = 0) -> RuntimeRule:
+def _r(kind: str, pattern: str, flags: int = 0, symbol: str | None = None) -> RuntimeRule:
     compiled = re.compile(pattern, flags)
-    return RuntimeRule(kind, compiled, "s" if "?P<s>" in pattern else None)
+    return RuntimeRule(kind, compiled, "s" if "?P<s>" in pattern else None, symbol)
 
 
 RULES: tuple[RuntimeRule, ...] = (
     # fp8 layout problems show up as unsupported mixes of e4m3fn/e4m3fnuz, or as UE8M0 scales being doubled
     _r("fp8_layout", r"not implemented for '(?P<s>Float8_e8m0fnu)'"),
     _r("fp8_layout", r"(?P<s>HIPBLAS_STATUS_NOT_SUPPORTED|hipblasLt\w* .*not supported).*(?:e4m3|fp8|float8)", re.IGNORECASE),
+    _r("cublas", r"(?P<s>HIPBLAS_STATUS_NOT_SUPPORTED|CUBLAS_STATUS_NOT_SUPPORTED)"),
+    # vLLM's capability gate (bf16 needs compute capability 8.0), which misreads some ROCm GPUs
+    _r("unsupported_dtype", r"(?i)bfloat16 is only supported on GPUs with compute capability", symbol="bfloat16"),
+    # a ROCm build that took the project's CUDA branch: setup.py / cpp_extension looking for CUDA_HOME
+    _r("build_config", r"(?P<s>CUDA_HOME) (?:environment variable is not set|does not exist|is not set)"),
+    # an NCCL API the RCCL in use does not have (at link or when librccl loads)
+    _r("nccl_symbol", r"undefined (?:symbol|reference to)[: ]+[`'\"]?(?P<s>[nr]ccl[A-Z_]\w*)"),
     _r("unsupported_dtype", r"not implemented for '(?P<s>[\w.]+)'"),
     _r("unsupported_dtype", r"(?:Unsupported|unsupported|not supported) (?:dtype|data type)[: ]+'?(?P<s>torch\.\w+|\w+)"),
     _r("python_version_parse", r"InvalidVersion: (?:Invalid version: )?'(?P<s>[^']+)'"),
@@ -42,12 +51,22 @@ RULES: tuple[RuntimeRule, ...] = (
     _r("hip_runtime", r"(?P<s>no kernel image is available)"),
     _r("hip_runtime", r"(?:HIP|CUDA) error: (?P<s>[\w ]+?)(?:\n|$|\s{2}|\.|:)"),
     _r("hip_runtime", r"(?P<s>Memory access fault) by GPU"),
-    _r("hip_runtime", r"undefined symbol: (?P<s>\S+)"),
+    _r("hip_runtime", r"undefined symbol: (?P<s>[\w.$@:<>~]+)"),
+    # rocBLAS/hipBLASLt kernels not built for this GPU arch (or not installed)
+    _r("hip_runtime", r"(?:Cannot read|Could not load) .*?(?P<s>TensileLibrary[\w.-]*\.dat)"),
+    _r("hip_runtime", r"MIOpen(?:\(HIP\))?:? Error"),
+    # a CUDA library missing on a ROCm machine: a CUDA build of the package was installed
+    _r("cuda_only_dep", r"(?P<s>lib(?:cuda|cudart|cublas\w*|cudnn\w*|nccl|nvrtc\w*|nvToolsExt\w*|cufft\w*|curand\w*"
+                        r"|cusparse\w*|cusolver\w*|nvJitLink\w*)\.so[\d.]*): cannot open shared object file"),
+    # a ROCm (or its dependency's) shared library missing at load time
+    _r("hip_runtime", r"(?P<s>lib[\w+-]+\.so[\d.]*): cannot open shared object file"),
     _r("serve_flag", r"error: unrecognized arguments: (?P<s>\S+)"),
     _r("serve_flag", r"error: argument (?P<s>--?[\w-]+)(?:/--?[\w-]+)*: (?:invalid choice|expected|invalid)"),
     _r("serve_flag", r"error: (?:ambiguous option: |no such option: )(?P<s>--?[\w-]+)"),
     _r("serve_flag", r"(?:unexpected keyword argument|Unknown argument|unrecognized option)[: ]+'?(?P<s>--?[\w-]+)"),
     _r("tokenizer", r"Can't load tokenizer for '(?P<s>[^']+)'"),
+    # tokenizers too old for the tokenizer.json: `data did not match any variant of untagged enum ModelWrapper`
+    _r("tokenizer", r"did not match any variant of untagged enum (?P<s>\w+)"),
     _r("tokenizer", r"Tokenizer class (?P<s>\w+) does not exist"),
     _r("tokenizer", r"(?:tokenizer(?:\.json|\.model|_config\.json)?) (?:not found|does not exist|is missing)"
                     r"|(?P<s>tokenizer\w*\.(?:json|model)) not found", re.IGNORECASE),
@@ -60,7 +79,7 @@ RULES: tuple[RuntimeRule, ...] = (
 
 
 # Every rule needs one of these words; one search spares the table for ordinary log lines.
-_HINT = re.compile(r"implemented|HIPBLAS|hipblas|[Vv]ersion|OutOfResources|Launch params|Triton|num_warps|block dim"
+_HINT = re.compile(r"implemented|HIPBLAS|hipblas|CUBLAS|untagged enum|CUDA_HOME|Tensile|shared object|MIOpen|ccl|[Vv]ersion|OutOfResources|Launch params|Triton|num_warps|block dim"
                    r"|memory|[Mm]emory|space left|hipError|HSA_STATUS|kernel image|HIP error|CUDA error|undefined symbol"
                    r"|error: |argument|[Tt]okenizer|architecture|[Uu]nsupported|supported|invalid|[Uu]nknown|unrecognized"
                    r"|model type")
@@ -73,7 +92,7 @@ def match_runtime(text: str) -> tuple[str, str | None] | None:
     for rule in RULES:
         m = rule.pattern.search(text)
         if m:
-            symbol = m.group(rule.symbol_group) if rule.symbol_group else None
+            symbol = m.group(rule.symbol_group) if rule.symbol_group else rule.symbol
             return rule.kind, symbol.strip() if symbol else None
     return None
 

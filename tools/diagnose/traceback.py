@@ -2,8 +2,11 @@
 
 Handles the wrappers servers and installers put around them: sglang's
 `Scheduler hit an exception: Traceback ...`, vLLM's per-line logger prefixes (already peeled by
-`lines.clean_line`), pip's indentation (frames are found relative to the Traceback line's
+`prefixes.clean_line`), pip's indentation (frames are found relative to the Traceback line's
 indent), chained exceptions and multi-line messages such as torch's state_dict errors.
+Pasted tracebacks are often partial: frames without the `Traceback` header start one, a last line
+without a `Type:` prefix (tokenizers' Rust errors) is its message when `is_message` says so, and
+frames that never reach an exception line are emitted as a `frames_only` traceback.
 """
 from __future__ import annotations
 
@@ -45,13 +48,16 @@ class PyTraceback:
     """One printed traceback, its chained exceptions in print order (cause first)."""
 
     chain: list[PyException] = field(default_factory=list)
+    frames_only: list[Frame] = field(default_factory=list)
+    """Frames of a traceback cut off before its exception line (the message was logged elsewhere)."""
 
 
 class TracebackParser:
     """Feed cleaned lines; complete tracebacks go to `emit`."""
 
-    def __init__(self, emit: Callable[[PyTraceback], None]):
+    def __init__(self, emit: Callable[[PyTraceback], None], is_message: Callable[[str], bool] = lambda _: False):
         self.emit = emit
+        self.is_message = is_message
         self._tb: PyTraceback | None = None
         self._frames: list[Frame] = []
         self._indent = 0
@@ -71,7 +77,9 @@ class TracebackParser:
             self._begin(line)
             return True
         if self._state == "idle":
-            return False
+            if not line.lstrip().startswith('File "') or not _FRAME.match(line.strip()):
+                return False
+            self._begin(line)  # frames pasted without their `Traceback (most recent call last):` header
         return getattr(self, f"_in_{self._state}")(line)
 
     def finish(self) -> None:
@@ -99,6 +107,8 @@ class TracebackParser:
                 self._frames[-1].code = text[:500]
             return True
         m = _EXC.match(text) or (_EXC_ANY.match(text) if self._frames else None)
+        if not m and self._frames and text and indent <= self._indent and self.is_message(text):
+            m = re.match(r"(?P<type>)(?P<msg>.*)", text)  # a Rust/C++ error surfaced without a Python type
         if m and indent <= self._indent + 1:
             if len(self._tb.chain) >= MAX_CHAIN:
                 self._tb.chain.pop()  # an endless chain keeps its root causes and its last exception
@@ -140,5 +150,7 @@ class TracebackParser:
     # ---- output --------------------------------------------------------------------------
     def _close(self) -> None:
         tb, self._tb, self._state = self._tb, None, "idle"
-        if tb is not None and tb.chain:
+        if tb is not None and not tb.chain and self._frames:
+            tb.frames_only = self._frames
+        if tb is not None and (tb.chain or tb.frames_only):
             self.emit(tb)
