@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import typer
 
-from agent.version import rocport_version
-
 app = typer.Typer(
     name="rocport",
     help="Port LLM serving frameworks and new open models to AMD GPUs (ROCm).",
@@ -14,18 +12,32 @@ app = typer.Typer(
 )
 
 
+def rocport_version() -> str:
+    """The installed version; importlib.metadata is loaded only when it is asked for."""
+    from agent.version import rocport_version as installed
+
+    return installed()
+
+
 def _print_version(value: bool) -> None:
     if value:
         typer.echo(f"rocport {rocport_version()}")
         raise typer.Exit()
 
 
+NO_CONTAINER_COMMANDS = ("diagnose", "scan")
+"""Commands that read files only: they start without asking the Docker daemon anything."""
+
+
 @app.callback()
 def _root(
+    ctx: typer.Context,
     show_version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
                                       help="Print the version and exit."),
 ) -> None:
     """Port LLM serving frameworks and new open models to AMD GPUs (ROCm)."""
+    if ctx.invoked_subcommand in NO_CONTAINER_COMMANDS:
+        return
     from sandboxes.orphans import cleanup_orphans  # a killed earlier run may have left containers
 
     cleanup_orphans()

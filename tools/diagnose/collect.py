@@ -107,8 +107,10 @@ class Collector:
 
 
     def _repo_file_of(self, diag: CompilerDiagnostic) -> str | None:
-        """The innermost repo file of the include chain (or CMake call stack), else the unit."""
-        for path in [*diag.chain, *([diag.unit] if diag.unit else [])]:
+        """The repo file that reached the toolchain header: the nearest instantiation note in the repo,
+        else the innermost repo file of the include chain (or CMake call stack), else the unit."""
+        noted = [m.group("file") for m in map(CLANG_HEADER.match, (n.strip() for n in diag.notes)) if m]
+        for path in [*noted, *diag.chain, *([diag.unit] if diag.unit else [])]:
             if not is_system_path(path, self.repo_root):
                 return path
         return None

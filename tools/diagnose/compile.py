@@ -90,8 +90,13 @@ class CompileParser:
         m = P.NINJA_FAILED.match(text)
         if m:
             self._flush()
-            self._cmd_unit, self._cmd_tool = unit_of_output(m.group("outputs")), None
-            self._expect_command = True
+            inline = P.INLINE_DIAGNOSTIC.search(m.group("outputs"))
+            outputs = m.group("outputs")[:inline.start()] if inline else m.group("outputs")
+            self._cmd_unit, self._cmd_tool = unit_of_output(outputs) if outputs.strip() else None, None
+            self._expect_command = not inline
+            if inline:  # `FAILED: x.o x.cu:3:1: error: ...` (a log whose newlines were lost)
+                self._raw = inline.group(1)
+                self._header(inline.group(1))
             return True
         m = P.CLANG_TRAILER.match(text)
         if m:

@@ -44,6 +44,7 @@ CLANG_TRAILER = re.compile(r"^(?P<n>\d+) (?:errors?|warnings?(?: and \d+ errors?
 NVCC_TRAILER = re.compile(r'^(?P<n>\d+) errors? detected in the compilation of "(?P<unit>[^"]+)"\.?$')
 NVCC_DETECTED = re.compile(r"^\s*(?:detected during|instantiation of|\(\d+\): here|required from)")
 NINJA_FAILED = re.compile(r"^FAILED: (?:\[code=\d+\] )?(?P<outputs>.+)$")
+INLINE_DIAGNOSTIC = re.compile(r"\s((?:[A-Za-z]:)?[^\s:(]+:\d+:(?:\d+:)?\s+(?:fatal error|error):\s.*)$")
 NINJA_PROGRESS = re.compile(r"^\[\d+/\d+\] ")
 MAKE_PROGRESS = re.compile(r"^\[\s*\d+%\] ")
 MAKE_ERROR = re.compile(r"^(?:g?make|mingw32-make)(?:\[\d+\])?: \*\*\* (?:\[(?P<target>[^\]]+)\] )?(?P<msg>.*)$")

@@ -11,6 +11,12 @@ import re
 
 from tools.diagnose.compile_record import CompilerDiagnostic
 
+_TILE_WIDER_THAN_WAVE = re.compile(r"[Tt]ile size is either not a power of 2 or greater than the wavefront size")
+_TILE = re.compile(r"(?:tiled_partition|thread_block_tile)\s*<\s*(?P<n>\d+)")
+_ARRAY_EXTENT = re.compile(r"array index \d+ is past the end|array (?:size|is) (?:is )?(?:negative|too large)"
+                           r"|zero size arrays|excess elements in array initializer")
+_WARP_CONSTANT = re.compile(r"\b(?:\w*WARP\w*|k?[Ww]arp_?[Ss]ize|kWarpThreads)\b")
+_THIRTY_TWO_LANES = re.compile(r"/ ?32\b|>> ?5\b")
 _LOCAL_MEMORY = re.compile(r"local memory (?:limit exceeded \(\d+\)|\(\d+\) exceeds limit \(\d+\)) in (?:function )?"
                            r"'?(?P<s>[\w.$]+)'?")
 _STATIC_ASSERT = re.compile(r"static assertion failed")
@@ -26,6 +32,13 @@ _CUDA_PATH_NOT_FOUND = re.compile(r"(?P<s>CMAKE_CUDA_COMPILER)|Failed to find (?
 def location_free_kind(diag: CompilerDiagnostic) -> tuple[str, str | None] | None:
     """(kind, symbol) for messages that mean the same wherever they fired."""
     msg = diag.message
+    if _TILE_WIDER_THAN_WAVE.search(msg):  # cooperative_groups::tiled_partition<64> on a wave32 target
+        tile = _TILE.search(" ".join([diag.source_line, *diag.notes]))
+        return "warp_size", f"tiled_partition<{tile.group('n')}>" if tile else None
+    if _ARRAY_EXTENT.search(msg):  # per-warp arrays sized from a 32-lane constant
+        constant = _WARP_CONSTANT.search(diag.source_line)
+        if constant or _THIRTY_TWO_LANES.search(diag.source_line):
+            return "warp_size", constant.group(0) if constant else None
     m = _LOCAL_MEMORY.search(msg)
     if m:
         return "launch_bounds_smem", m.group("s")
