@@ -34,6 +34,15 @@ def commit_message(spec: MoeTuning, command: str, files: list[str], evidence: li
             "Evidence (tuning script output):\n" + "\n".join(f"  {line}" for line in evidence) + "\n")
 
 
+def _config_dir(sandbox, spec: MoeTuning) -> str | None:
+    """spec.config_dir with {probe} filled from the probe command's output (None when the probe fails)."""
+    if "{probe}" not in spec.config_dir:
+        return spec.config_dir
+    result = sandbox.run(spec.config_dir_probe or "false", timeout=300)
+    value = (result.stdout or "").strip().splitlines()[-1:] if result.returncode == 0 else []
+    return spec.config_dir.replace("{probe}", value[0].strip()) if value else None
+
+
 def tune_moe_configs(sandbox, rundir, spec: MoeTuning, *, model_path: str, tp: int = 1, ep: int = 1) -> dict:
     """Run the tuning script, copy what it wrote into spec.config_dir, commit it; a record for the report."""
     repo = Path(rundir.repo)
@@ -51,11 +60,15 @@ def tune_moe_configs(sandbox, rundir, spec: MoeTuning, *, model_path: str, tp: i
             record["reason"] = (f"the tuning script exited {result.returncode}" if result.returncode
                                 else f"the tuning script wrote no {spec.output_glob} into {scratch}")
             return record
-        target = repo / spec.config_dir
+        config_dir = _config_dir(sandbox, spec)
+        if config_dir is None:
+            record["reason"] = f"`{spec.config_dir_probe}` failed: cannot tell where the configs go"
+            return record
+        target = repo / config_dir
         target.mkdir(parents=True, exist_ok=True)
         for path in written:
             shutil.copyfile(path, target / path.name)
-            record["files"].append(f"{spec.config_dir}/{path.name}")
+            record["files"].append(f"{config_dir}/{path.name}")
         if not git_quiet(repo, "status", "--porcelain", "--", *record["files"]):
             record["reason"] = "the configs are already committed with the same content"
             return record

@@ -45,7 +45,10 @@ class MoeTuning(_Strict):
     command: str
     """Template run from the repo root: {model_path}, {tp}, {ep}, {out_dir}, {dtype}."""
     config_dir: str
-    """Repo-relative directory the serving code reads the per-shape JSON from (files are committed there)."""
+    """Repo-relative directory the serving code reads the per-shape JSON from (files are committed there);
+    `{probe}` is replaced by what config_dir_probe prints."""
+    config_dir_probe: str | None = None
+    """Command run in the sandbox whose stdout fills {probe} (e.g. the image's triton version)."""
     output_glob: str = "*.json"
     """Files the script writes into {out_dir}."""
     dtype: str = "auto"

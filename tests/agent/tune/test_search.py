@@ -2,6 +2,8 @@
 the launch (the launch itself is exercised end to end in test_tune_e2e.py)."""
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from agent.profiles import load_profile
@@ -88,3 +90,26 @@ def test_every_bundled_profile_declares_a_searchable_space(name):
     space = load_profile(name).tune
     assert space is not None and len(every_candidate(space, space.gpus)) >= 6
     assert space.moe_tuning is not None
+
+
+def test_moe_configs_land_where_the_probe_says(tmp_path):
+    from agent.rundir import RunDir
+    from agent.tune.moe import tune_moe_configs
+    from agent.tune.spec import MoeTuning
+    from sandboxes.local import LocalSandbox
+
+    rundir = RunDir("20260101-000000-probe-0000", tmp_path)
+    rundir.create("framework: {profile: tinyserve}\n")
+    repo = rundir.repo
+    repo.mkdir()
+    for cmd in ("git init -q -b main", "git -c user.name=t -c user.email=t@l commit -q --allow-empty -m init"):
+        subprocess.run(cmd, shell=True, cwd=repo, check=True)
+    spec = MoeTuning(command="echo 'M=1 best 7 us' && echo '{{}}' > {out_dir}/E=8,N=64.json",
+                     config_dir="configs/{probe}", config_dir_probe="echo triton_3_4_0")
+    with LocalSandbox(repo) as box:
+        record = tune_moe_configs(box, rundir, spec, model_path="/none")
+    assert record["files"] == ["configs/triton_3_4_0/E=8,N=64.json"] and record["commit"]
+    assert "M=1 best 7 us" in record["evidence"]
+    failing = spec.model_copy(update={"config_dir_probe": "exit 3"})
+    with LocalSandbox(repo) as box:
+        assert "cannot tell where" in tune_moe_configs(box, rundir, failing, model_path="/none")["reason"]
