@@ -31,7 +31,7 @@ def _axis(x0: float, y0: float, height: float, ticks: list[float], unit: str, wi
         y = y0 - t / top * height
         parts.append(f'<line x1="{x0 - 3}" y1="{y:.1f}" x2="{x0 + width}" y2="{y:.1f}" stroke="#d0d7de" '
                      f'stroke-dasharray="2,3"/><text x="{x0 - 5}" y="{y + 4:.1f}" text-anchor="end">{_fmt(t)}</text>')
-    parts.append(f'<text x="{x0 - 5}" y="{y0 - height - 8:.1f}" text-anchor="end" class="unit">{html.escape(unit)}'
+    parts.append(f'<text x="{x0}" y="{y0 - height - 8:.1f}" text-anchor="middle" class="unit">{html.escape(unit)}'
                  f'</text>')
     return parts
 
@@ -92,13 +92,13 @@ def panels_svg(panels: list[tuple[str, list[tuple[str, float | None]]]], unit: s
 
 
 def scatter_svg(points: list[tuple[str, float, float]], x_unit: str, y_unit: str, svg_id: str,
-                width: int = 560, height: int = 300) -> str:
+                width: int = 700, height: int = 300) -> str:
     """Labelled points on two 0-based axes (e.g. median TPOT in ms vs output tok/s)."""
     if not points:
         return '<p class="muted">No benchmarked cells yet.</p>'
-    left, bottom, top_pad = 60, 40, 24
+    left, bottom, top_pad = 60, 40, 30
     xt, yt = nice_ticks(max(p[1] for p in points), 5), nice_ticks(max(p[2] for p in points), 4)
-    plot_w, y0 = width - left - 20, height - bottom
+    plot_w, y0 = width - left - 150, height - bottom  # room right of the last point for its label
     parts = [f'<svg id="{svg_id}" width="{width}" height="{height}" role="img" '
              f'aria-label="{html.escape(y_unit)} vs {html.escape(x_unit)}">']
     parts += _axis(left, y0, y0 - top_pad, yt, y_unit, plot_w)
@@ -111,5 +111,5 @@ def scatter_svg(points: list[tuple[str, float, float]], x_unit: str, y_unit: str
         cx, cy = left + x / xt[-1] * plot_w, y0 - y / yt[-1] * (y0 - top_pad)
         parts.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="4" fill="{COLORS[i % len(COLORS)]}"><title>'
                      f'{html.escape(label)}: {_fmt(x)} {html.escape(x_unit)}, {_fmt(y)} {html.escape(y_unit)}'
-                     f'</title></circle>')
+                     f'</title></circle><text x="{cx + 6:.1f}" y="{cy + 4:.1f}">{html.escape(label)}</text>')
     return "".join(parts) + "</svg>"

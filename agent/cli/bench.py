@@ -12,18 +12,27 @@ from rich.console import Console
 from rich.table import Table
 
 from agent.cli.app import app, fail
+from agent.cli.bench_live import BenchProgress, served_model, summary_block, workload_differences
+from agent.cli.output import FORMAT_OPTION, Format, print_listing
+from agent.cli.output import console as output_console
 from tools.bench import (
     BenchConfig,
     BenchConfigError,
     Workload,
     WorkloadError,
+    build_plan,
     compare_results,
     load_result,
     preset,
-    run_bench,
+    result_from_run,
+    run_benchmark,
 )
+from tools.bench.runner import run_async
 from tools.bench.compare import validity
 from tools.bench.result import THROUGHPUT_KINDS, BenchResult
+
+DEFAULT_LEN = 1024
+"""--isl and --osl when neither is given: the random dataset defaults of sglang's bench_serving."""
 
 bench_app = typer.Typer(help="Benchmark an OpenAI-compatible server (streaming, token-id prompts).",
                         invoke_without_command=True, no_args_is_help=False)
@@ -35,10 +44,11 @@ def _workload(isl, osl, preset_name, num_prompts, prefix_hit, prefix_groups, see
         wl = preset(preset_name)
         if isl is not None or osl is not None:
             raise WorkloadError("give either --preset or --isl/--osl, not both")
-    elif isl is None or osl is None:
-        raise WorkloadError("give --isl N --osl N, or --preset NAME (e.g. glm52-mi355x)")
+    elif (isl is None) != (osl is None):
+        raise WorkloadError("give both --isl N and --osl N (or neither: 1024 and 1024, bench_serving's random "
+                            "defaults), or --preset NAME")
     else:
-        wl = Workload(isl=isl, osl=osl)
+        wl = Workload(isl=isl or DEFAULT_LEN, osl=osl or DEFAULT_LEN)
     changes = {k: v for k, v in (("num_prompts", num_prompts), ("prefix_hit", prefix_hit),
                                  ("prefix_groups", prefix_groups), ("vocab_size", vocab_size)) if v is not None}
     if seed is None:
@@ -50,10 +60,11 @@ def _workload(isl, osl, preset_name, num_prompts, prefix_hit, prefix_groups, see
 def bench(
     ctx: typer.Context,
     base_url: str = typer.Option(None, "--base-url", help="Server URL, e.g. http://127.0.0.1:30000"),
-    model: str = typer.Option(None, "--model", help="Model name the server serves."),
+    model: str = typer.Option(None, "--model", help="Model name the server serves (default: the first one "
+                                                    "GET /v1/models lists)."),
     endpoint: str = typer.Option("completions", "--endpoint", help="completions (token-id prompts) or chat."),
-    isl: int = typer.Option(None, "--isl", help="Input tokens per request."),
-    osl: int = typer.Option(None, "--osl", help="Output tokens per request (ignore_eos)."),
+    isl: int = typer.Option(None, "--isl", help="Input tokens per request (default 1024, as bench_serving)."),
+    osl: int = typer.Option(None, "--osl", help="Output tokens per request, ignore_eos (default 1024)."),
     preset_name: str = typer.Option(None, "--preset", help="Named workload, e.g. glm52-mi355x."),
     num_prompts: int = typer.Option(None, "--num-prompts", help="Measured requests."),
     max_concurrency: int = typer.Option(64, "--max-concurrency", help="Requests in flight at most."),
@@ -79,30 +90,44 @@ def bench(
     """Run a streaming benchmark; see `rocport bench compare` for comparing two results."""
     if ctx.invoked_subcommand is not None:
         return
-    if not base_url or not model:
-        raise fail("give --base-url URL and --model NAME (or use `rocport bench compare A.json B.json`)")
+    if not base_url:
+        raise fail("give --base-url URL (and --model NAME, or let GET /v1/models say it), or use "
+                   "`rocport bench compare A.json B.json`")
     if output and not output.resolve().parent.is_dir():  # checked first: a long run must not end unwritable
         raise fail(f"--output {output}: directory {output.resolve().parent} does not exist; create it first")
     try:
         wl = _workload(isl, osl, preset_name, num_prompts, prefix_hit, prefix_groups, seed, vocab_size)
         extra = _extra_body(extra_body)
+        model = model or served_model(base_url)
         cfg = BenchConfig(extra_body=extra, base_url=base_url, model=model, workload=wl, endpoint=endpoint,
                           max_concurrency=max_concurrency, request_rate=request_rate, warmup=warmup,
                           prime_rounds=prime_rounds, single_stream=single_stream, slo_ttft_ms=slo_ttft_ms,
                           slo_tpot_ms=slo_tpot_ms, timeout_s=timeout, max_failure_rate=max_failure_rate)
-        result = run_bench(cfg)
-    except (WorkloadError, BenchConfigError) as exc:
+        result = _run_with_progress(cfg)
+    except (WorkloadError, BenchConfigError, ValueError) as exc:
         raise fail(str(exc)) from None
     if output:
         result.write(output)
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2))
     else:
-        print_summary(result, Console())
+        out = output_console()
+        out.print(summary_block(result), markup=False, highlight=False)
+        print_summary(result, out)
         if output:
             typer.echo(f"result written to {output}")
     if not result.valid:
         raise typer.Exit(1)
+
+
+def _run_with_progress(cfg: BenchConfig) -> BenchResult:
+    """The benchmark with a completed/total bar per phase on stderr (a heartbeat line in logs)."""
+    plan = build_plan(cfg.workload, cfg.model, endpoint=cfg.endpoint, warmup=cfg.warmup,
+                      prime_rounds=cfg.prime_rounds, single_stream=cfg.single_stream, extra_body=cfg.extra_body)
+    totals = {"warmup": len(plan.warmup), "measured": len(plan.measured), "single": len(plan.single)}
+    with BenchProgress(output_console(stderr=True), totals) as progress:
+        run = run_async(run_benchmark(cfg, plan, on_done=progress))
+    return result_from_run(run, cfg)
 
 
 def _extra_body(text: str | None) -> dict:
@@ -115,6 +140,13 @@ def _extra_body(text: str | None) -> dict:
     if not isinstance(extra, dict):
         raise WorkloadError("--extra-body must be a JSON object, e.g. '{\"top_k\": 1}'")
     return extra
+
+
+def _warn_if_workloads_differ(da: dict, db: dict) -> None:
+    differ = workload_differences(da, db)
+    if differ:
+        typer.echo(f"rocport: warning: the workloads differ ({'; '.join(differ)}): the deltas compare "
+                   f"different work, not only different servers", err=True)
 
 
 def _f(v, fmt: str = "{:,.2f}") -> str:
@@ -169,7 +201,8 @@ def print_summary(r: BenchResult, console: Console) -> None:
 @bench_app.command("compare")
 def compare(a: Path = typer.Argument(..., help="Baseline result JSON (ours, sglang or vllm)."),
             b: Path = typer.Argument(..., help="Result JSON to compare against the baseline."),
-            as_json: bool = typer.Option(False, "--json", help="Print the rows as JSON.")) -> None:
+            as_json: bool = typer.Option(False, "--json", help="Print the rows as JSON (as --format json)."),
+            fmt: Format = FORMAT_OPTION) -> None:
     """Compare two result files metric by metric, with percentage deltas and which is better."""
     try:
         da, db = load_result(a), load_result(b)
@@ -178,12 +211,16 @@ def compare(a: Path = typer.Argument(..., help="Baseline result JSON (ours, sgla
     rows = compare_results(da, db)
     if not rows:
         raise fail(f"{a} and {b} share no known metric; are both benchmark results?")
-    if as_json:
-        typer.echo(json.dumps([row.__dict__ for row in rows], indent=2))
+    if as_json or fmt is not Format.table:
+        _warn_if_workloads_differ(da, db)
+        print_listing(["metric", "A", "B", "delta %", "better"],
+                      [[r.metric, r.a, r.b, r.delta_pct, r.better] for r in rows], Format.json if as_json else fmt,
+                      records=[row.__dict__ for row in rows])
         return
-    console = Console()
-    console.print(f"A: {a}  ({validity(da)})")
-    console.print(f"B: {b}  ({validity(db)})")
+    console = output_console()
+    console.print(f"A: {a}  ({validity(da)})", highlight=False, soft_wrap=True)
+    console.print(f"B: {b}  ({validity(db)})", highlight=False, soft_wrap=True)
+    _warn_if_workloads_differ(da, db)
     tab = Table(title="B vs A")
     for col in ("metric", "A", "B", "delta", "better"):
         tab.add_column(col, justify="left" if col == "metric" else "right")

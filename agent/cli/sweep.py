@@ -165,12 +165,15 @@ def report(
     if not db.is_file():
         raise fail(f"no results database {db}: run `rocport sweep run {file}` first")
     results = _store(db).results(spec.name)
+    from agent.sweep.report import status_of
+
     console = output_console()
     rows = []
+    regs = regressions(results, spec.history_nights)
     for h in histories(results):
         r = h.latest
         since = f"broken since {h.broken_since}" if h.broken_since else f"passing since {h.passing_since}"
-        rows.append([h.cell_key, r.night, r.status, *("yes" if r.stages[s] else "no" for s in r.stages),
+        rows.append([h.cell_key, r.night, status_of(r, regs), *("yes" if r.stages[s] else "no" for s in r.stages),
                      f"{r.output_tok_s:.1f}" if r.output_tok_s else "", since,
                      (r.provenance or {}).get("framework_commit", "")[:12]])
     print_listing(["cell", "night", "status", "built", "loaded", "served", "bench", "output tok/s", "since",
@@ -179,7 +182,7 @@ def report(
         _write(markdown, html, results, spec)
         _gate(kinds, results, max(r.night for r in results) if results else "", spec.history_nights)
         return
-    for g in regressions(results, spec.history_nights):
+    for g in regs:
         console.print(f"[red]regression[/red] {g.cell_key} ({g.what}): {g.detail}", highlight=False)
     for c in clusters(results):
         console.print(f"cluster {c.signature}: {len(c.cells)} cell(s), first {c.first_seen}, "

@@ -44,6 +44,7 @@ def provenance(state: dict, cell: Cell) -> dict:
     return {"framework_commit": state.get("base_commit", ""), "ref": cell.git_ref, "image": cell.target.image,
             "image_id": image_id, "compiler": labels.get("rocport.clang_version", "unknown"),
             "rocm_version": labels.get("rocport.rocm_version", "unknown"), "target": cell.target.arch,
+            "run_id": state.get("run_id", ""),  # the dashboard links each cell to this run's report and logs
             "rocport_version": rocport_version()}
 
 

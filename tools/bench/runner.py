@@ -5,6 +5,7 @@ import asyncio
 import gc
 import os
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from time import perf_counter, process_time
 from urllib.parse import urlsplit
@@ -79,17 +80,21 @@ def _record(req: PlannedRequest) -> RequestRecord:
 
 
 async def _run_all(client: StreamClient, reqs: list[PlannedRequest], concurrency: int | None,
-                   rate: float, seed: int) -> list[RequestRecord]:
-    """Send reqs with at most `concurrency` in flight and Poisson arrivals at `rate` (inf: all at once)."""
+                   rate: float, seed: int, on_done: Callable[[RequestRecord], None] | None = None
+                   ) -> list[RequestRecord]:
+    """Send reqs with at most `concurrency` in flight and Poisson arrivals at `rate` (inf: all at once);
+    `on_done` hears of each finished request (a progress display)."""
     records = [_record(r) for r in reqs]
     sem = asyncio.Semaphore(concurrency) if concurrency else None
 
     async def one(rec: RequestRecord, body: bytes) -> None:
         if sem is None:
             await client.send(rec, body)
-            return
-        async with sem:
-            await client.send(rec, body)
+        else:
+            async with sem:
+                await client.send(rec, body)
+        if on_done is not None:
+            on_done(rec)
 
     rng = random.Random(seed)
     tasks = []
@@ -101,7 +106,8 @@ async def _run_all(client: StreamClient, reqs: list[PlannedRequest], concurrency
     return records
 
 
-async def run_benchmark(cfg: BenchConfig, plan: Plan | None = None) -> BenchRun:
+async def run_benchmark(cfg: BenchConfig, plan: Plan | None = None,
+                        on_done: Callable[[RequestRecord], None] | None = None) -> BenchRun:
     """Run warmup, the measured phase and the single-stream phase against cfg.base_url."""
     if cfg.max_concurrency is not None and cfg.max_concurrency < 1:
         raise BenchConfigError("--max-concurrency must be at least 1")
@@ -123,7 +129,7 @@ async def run_benchmark(cfg: BenchConfig, plan: Plan | None = None) -> BenchRun:
         except (TimeoutError, OSError) as exc:
             raise BenchConfigError(f"cannot connect to {cfg.base_url}: {exc or 'timeout'}; "
                                    "is the server running and the URL right?") from None
-        warm = await _run_all(client, plan.warmup, conc, float("inf"), cfg.workload.seed)
+        warm = await _run_all(client, plan.warmup, conc, float("inf"), cfg.workload.seed, on_done)
         if warm and not any(r.ok for r in warm):
             # Nothing will work (wrong model name, wrong endpoint, server not ready): say so now.
             raise BenchConfigError(f"all {len(warm)} warmup requests failed; first error: {warm[0].error}")
@@ -132,7 +138,7 @@ async def run_benchmark(cfg: BenchConfig, plan: Plan | None = None) -> BenchRun:
         gc.disable()
         try:
             cpu0, start = process_time(), perf_counter()
-            measured = await _run_all(client, plan.measured, conc, cfg.request_rate, cfg.workload.seed)
+            measured = await _run_all(client, plan.measured, conc, cfg.request_rate, cfg.workload.seed, on_done)
             cpu = process_time() - cpu0
             end = max([r.end for r in measured if r.ok] or [perf_counter()])
         finally:
@@ -140,7 +146,7 @@ async def run_benchmark(cfg: BenchConfig, plan: Plan | None = None) -> BenchRun:
         single, single_window = [], None
         if plan.single:
             s0 = perf_counter()
-            single = await _run_all(client, plan.single, 1, float("inf"), cfg.workload.seed)
+            single = await _run_all(client, plan.single, 1, float("inf"), cfg.workload.seed, on_done)
             single_window = (s0, perf_counter())
     finally:
         pool.close()

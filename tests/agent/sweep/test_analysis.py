@@ -75,3 +75,31 @@ def test_markdown_and_dashboard_render_in_chromium(tmp_path):
     assert errors == []
     assert 'id="grid"' in dom and "Regressions (2)" in dom and "Failure clusters (1)" in dom
     assert dom.count("<polyline") == 2 and shot.stat().st_size > 10_000
+
+
+def test_dashboard_never_greens_a_regression_and_links_pivots_and_plots(tmp_path, monkeypatch):
+    monkeypatch.setenv("ROCPORT_HOME", str(tmp_path / "home"))
+    store = ResultStore(tmp_path / "db.sqlite")
+    keys = {"fast": "tiny@main/tiny-a/mi300x/smoke", "slow": "tiny@main/tiny-b/mi355x/smoke"}
+    for night, tok in (("2026-11-29", 1000.0), ("2026-11-30", 1010.0), ("2026-12-01", 120.0)):  # -88% on the 1st
+        for name, key in keys.items():
+            r = _r(key, night, tok if name == "slow" else 900.0)
+            r.provenance = {"framework_commit": "0123456789abcdef", "run_id": f"run-{name}-{night}"}
+            r.bench = {"median_tpot_ms": 4.0 if name == "fast" else 30.0}
+            store.record(r)
+    results = store.results()
+    page = tmp_path / "dashboard.html"
+    page.write_text(dashboard_html(results, "nightly"))
+    dom, errors, shot = render(page, tmp_path)
+    assert errors == [] and shot.stat().st_size > 10_000
+    row = dom.split("<code>tiny@main/tiny-b/mi355x/smoke</code>")[1].split("</tr>")[0]
+    last = row.split("<td")[3]
+    assert 'class="regress"' in last and 'class="pass"' not in last and "throughput regression" in last
+    assert "0123456789" in last and f'href="{(tmp_path / "home/runs/run-slow-2026-12-01/report.html").as_uri()}"' in last
+    spark = row.split("<svg")[1]
+    assert ">0</text>" in spark and ">1250</text>" in spark and ">120</text>" in spark  # axis, top tick, last value
+    pivot = dom.split('id="pivot"')[1].split("</table>")[0]
+    assert "<th>mi300x</th><th>mi355x</th>" in pivot and "best 900.0 tok/s" in pivot
+    assert '<td class="regress">1/1 passed, 1 regressed' in pivot
+    plot = dom.split('id="throughput-latency"')[1].split("</svg>")[0]
+    assert plot.count("<circle") == 2 and "median TPOT (ms)" in plot and "output tok/s" in plot

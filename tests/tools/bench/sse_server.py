@@ -100,6 +100,12 @@ class SSEServer:
                 lines = head.decode().split("\r\n")
                 length = next((int(ln.split(":", 1)[1]) for ln in lines if ln.lower().startswith("content-length")), 0)
                 body = json.loads(await reader.readexactly(length)) if length else {}
+                if lines[0].split(" ")[1].endswith("/v1/models"):  # what `rocport bench` asks without --model
+                    listing = b'{"object":"list","data":[{"id":"tiny-served","object":"model"}]}'
+                    writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                                 % (len(listing), listing))
+                    await writer.drain()
+                    continue
                 rid = next((ln.split(":", 1)[1].strip() for ln in lines if ln.lower().startswith("x-request-id")), "")
                 seen = Seen(body, time.perf_counter(), path=lines[0].split(" ")[1], rid=rid)
                 self.seen.append(seen)

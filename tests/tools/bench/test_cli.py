@@ -54,7 +54,9 @@ def test_user_mistakes_are_one_line_errors(sse_server):
 
     cases = [
         (["bench", "--model", "m", "--isl", "4", "--osl", "4"], "give --base-url"),
-        (["bench", "--base-url", "http://127.0.0.1:9", "--model", "m"], "give --isl N --osl N, or --preset"),
+        (["bench", "--base-url", "http://127.0.0.1:9", "--model", "m", "--isl", "8"], "give both --isl N and --osl N"),
+        (["bench", "--base-url", "http://127.0.0.1:9", "--isl", "4", "--osl", "2"],
+         "cannot read the served model from http://127.0.0.1:9/v1/models"),
         (["bench", "--base-url", "http://127.0.0.1:9", "--model", "m", "--preset", "nope"], "unknown preset"),
         (["bench", "--base-url", "http://127.0.0.1:9", "--model", "m", "--isl", "4", "--osl", "2"],
          "cannot connect to http://127.0.0.1:9"),
@@ -71,3 +73,49 @@ def test_user_mistakes_are_one_line_errors(sse_server):
         assert says in p.stderr, p.stderr
         assert p.exception is None or isinstance(p.exception, SystemExit)
         assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_bench_reads_the_model_from_v1_models_and_prints_the_bench_serving_block(sse_server, tmp_path):
+    server = sse_server(Behaviour(ttft_s=0.005, itl_s=0.001))
+    out = tmp_path / "r.json"
+    p = _rocport("bench", "--base-url", server.url, "--isl", "32", "--osl", "4", "--num-prompts", "6",
+                 "--output", str(out))
+    assert p.returncode == 0, p.stderr
+    assert json.loads(out.read_text())["config"]["model"] == "tiny-served"
+    [served] = {s.body.get("model") for s in server.seen}
+    assert served == "tiny-served"
+    block = p.stdout.split("=" * 50)[0]
+    assert p.stdout.startswith("============ Serving Benchmark Result ============\n")
+    assert block.split("Successful requests:")[1].split()[0] == "6" and "Mean TTFT (ms):" in block
+    assert "Output token throughput (tok/s):" in block
+
+
+def test_bench_without_a_terminal_beats_a_heartbeat_with_completed_over_total(sse_server, tmp_path):
+    from rich.console import Console
+
+    import io
+    from agent.cli.bench_live import BenchProgress
+    from tools.bench.client import RequestRecord
+
+    log = io.StringIO()
+    with BenchProgress(Console(file=log, force_terminal=False), {"warmup": 1, "measured": 4, "single": 0},
+                       heartbeat_s=0.1) as progress:
+        for phase in ("warmup", "measured", "measured"):
+            progress(RequestRecord(0, phase, 8, 4, False))
+        import time
+        time.sleep(0.35)
+    assert "… bench: warmup 1/1, measured 2/4 requests done" in log.getvalue()
+
+
+def test_compare_warns_when_the_workloads_differ(tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps({"random_input_len": 1024, "random_output_len": 128, "max_concurrency": 32,
+                             "request_rate": "inf", "completed": 200, "output_throughput": 100.0}))
+    b.write_text(json.dumps({"random_input_len": 20000, "random_output_len": 128, "max_concurrency": 32,
+                             "request_rate": "inf", "completed": 200, "output_throughput": 90.0}))
+    p = _rocport("bench", "compare", str(a), str(b), "--format", "plain")
+    assert p.returncode == 0, p.stderr
+    assert "rocport: warning: the workloads differ (input tokens: 1024 vs 20000)" in p.stderr
+    assert p.stdout.splitlines()[0] == "metric\tA\tB\tdelta %\tbetter"
+    same = _rocport("bench", "compare", str(a), str(a))
+    assert "warning" not in same.stderr
