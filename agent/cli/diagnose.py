@@ -6,10 +6,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from agent.cli.app import app, fail
+from agent.cli.output import FORMAT_OPTION, Format, print_listing
+from agent.cli.output import console as output_console
 from tools.diagnose import DiagnoseError, diagnose_file
 from tools.records import Failure
 
@@ -56,6 +57,7 @@ def _table(failures: list[Failure], log: Path) -> Table:
 def diagnose(
     log: Annotated[Path, typer.Argument(help="A build or server log file.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the failures as a JSON list of Failure records.")] = False,
+    fmt: Format = FORMAT_OPTION,
     repo: Annotated[Path | None, typer.Option("--repo", help="The repo the log came from: paths become "
                                               "repo-relative.")] = None,
     source: Annotated[str | None, typer.Option("--source", help="What produced the log when it cannot be told "
@@ -68,10 +70,14 @@ def diagnose(
         failures = diagnose_file(log, repo_root=repo, source=source)
     except DiagnoseError as exc:
         raise fail(str(exc)) from None
-    if as_json:
+    if as_json or fmt is Format.json:
         typer.echo(json.dumps([f.to_dict() for f in failures], indent=2))
         return
-    console = Console()
+    if fmt is Format.plain:
+        print_listing(["kind", "where", "what", "source"],
+                      [[f.kind, _where(f).replace("\n", " "), _what(f), f.source] for f in failures], fmt)
+        return
+    console = output_console()
     if not failures:
         empty = log.stat().st_size == 0
         console.print(f"{log} is empty: nothing to diagnose." if empty else f"No failures found in {log}.")

@@ -6,10 +6,10 @@ import time
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from agent.cli.app import app, fail
+from agent.cli.output import console as output_console
 
 FLAGSHIP = "glm52_mi355x"
 
@@ -39,7 +39,7 @@ def _table(runs, title: str) -> Table:
     for r in sorted(runs, key=lambda r: (r.task, r.strategy)):
         table.add_row(r.task, r.strategy, "[green]yes[/green]" if r.resolved else "[red]no[/red]", str(r.builds),
                       str(r.unit_compiles), str(r.launches), str(r.llm_tokens), f"{r.wall_s:.0f}",
-                      "" if r.resolved else r.reason[:120])
+                      "" if r.resolved else r.reason)
     return table
 
 
@@ -63,8 +63,12 @@ def eval_(
         raise fail(f"--output {output}: directory {output.resolve().parent} does not exist; create it first")
     root = _workroot(workdir, "evals")
     typer.echo(f"{len(chosen)} task(s) x {len(strategy)} strategy(ies), {jobs} at a time; work dir {root}")
-    runs = run_eval(chosen, list(strategy), root, jobs=jobs)
-    console = Console()
+    from agent.progress import RichProgress
+
+    with RichProgress(output_console(stderr=True), title="eval", events=False) as progress:
+        progress({"event": "phase", "phase": f"{len(chosen) * len(strategy)} port(s)"})
+        runs = run_eval(chosen, list(strategy), root, jobs=jobs)
+    console = output_console()
     console.print(_table(runs, "rocport eval"))
     summary = totals(runs)
     tot = Table(title="totals")
@@ -93,13 +97,13 @@ def demo(
 
     [chosen] = _tasks([task])
     root = _workroot(workdir, "demo")
-    console = Console()
+    console = output_console()
     console.print(f"[bold]rocport demo[/bold]: {chosen.name} — {chosen.description}", highlight=False)
     from agent.observer import RichProgress
 
     from agent.port import PortError
 
-    progress = RichProgress(Console(stderr=True))
+    progress = RichProgress(output_console(stderr=True), title="demo")
     try:
         with progress:
             run = run_task(chosen, "rules", root, sinks=[progress])

@@ -8,6 +8,8 @@ from rich.console import Console
 from rich.table import Table
 
 from agent.cli.app import app, fail
+from agent.cli.output import console as output_console
+from agent.progress import RichProgress
 
 DEFAULT_IMAGE = "rocport/rocm-build:6.4"
 LOCAL = "local"
@@ -74,7 +76,9 @@ def _fix_on_branch(repo: Path, ws, failures: list, image: str, arch: str, prof) 
     try:
         branch = start_branch(repo)
         tools = _toolchains(repo, image, arch, prof)
-        return fix_failures(ws, failures, Validator(repo, tools)), branch
+        with RichProgress(output_console(stderr=True), title="fix", events=False) as progress:
+            progress({"event": "phase", "phase": f"fix {len(failures)} failure(s) with unit compiles"})
+            return fix_failures(ws, failures, Validator(repo, tools)), branch
     except BaseException as exc:  # whatever stopped it (Ctrl-C included), the checkout goes back
         restore_checkout(repo, original, branch)
         if isinstance(exc, FixError):
@@ -112,7 +116,7 @@ def fix(
     arch = arch or ("gfx90a" if image == LOCAL else "gfx942")
     failures = _failures(repo, log, from_scan, prof)
     ws = Workspace(root=repo, profile=prof, target_arch=arch)
-    console = Console()
+    console = output_console()
     if dry_run:
         _print(fix_failures(ws, failures, None, dry_run=True), console, True)
         return

@@ -1,14 +1,13 @@
 """`rocport image build|list`: the local ROCm build images."""
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from agent.cli.app import app, fail
+from agent.cli.output import FORMAT_OPTION, Format, print_listing
 from sandboxes.images import DEFAULT_RECIPE, RECIPES, ImageBuildError, build_image, get_recipe
 from sandboxes.base import SandboxError
 from sandboxes.images.check import LIBRARY, compile_sample
@@ -48,22 +47,18 @@ def build(
 
 
 @image_app.command("list")
-def list_(as_json: bool = typer.Option(False, "--json", help="Print the images as JSON.")) -> None:
+def list_(as_json: bool = typer.Option(False, "--json", help="Print the images as JSON (as --format json)."),
+          fmt: Format = FORMAT_OPTION) -> None:
     """Local rocport build images and the official ROCm images (sglang, vLLM, rocm/dev-ubuntu)."""
     rows = list_images()
     if as_json:
-        typer.echo(json.dumps([asdict(r) for r in rows], indent=2))
-        return
-    table = Table(title="ROCm images")
-    table.add_column("image", no_wrap=True)
-    for column in ("kind", "ROCm", "--offload-arch", "here", "note"):
-        table.add_column(column)
-    for row in rows:
-        table.add_row(row.image, row.kind, row.rocm, ", ".join(row.targets),
-                      "[green]yes[/green]" if row.present else "pull", row.note)
-    if not any(r.kind == "local build" for r in rows):
-        table.caption = "no local build image: run `rocport image build`"
-    Console(width=max(Console().width, 140)).print(table)
+        fmt = Format.json
+    caption = "" if any(r.kind == "local build" for r in rows) else "no local build image: run `rocport image build`"
+    print_listing(["image", "kind", "ROCm", "--offload-arch", "here", "note"],
+                  [[r.image, r.kind, r.rocm, ", ".join(r.targets), "yes" if r.present else "pull", r.note]
+                   for r in rows], fmt, title="ROCm images", records=[asdict(r) for r in rows])
+    if caption and fmt is Format.table:
+        typer.echo(caption)
 
 
 @image_app.command("check")
