@@ -44,6 +44,17 @@ def owner_alive(labels: dict[str, str]) -> bool:
     return not recorded or process_start(pid) in ("", recorded)
 
 
+def _labelled(client) -> list:
+    """rocport's containers. docker-py inspects each listed container, so one removed between the
+    listing and its inspection (another run ending) raises NotFound: list again."""
+    for _ in range(5):
+        try:
+            return client.containers.list(all=True, filters={"label": LABEL_OWNER})
+        except NotFound:
+            continue
+    return []
+
+
 def cleanup_orphans(client=None) -> list[str]:
     """Remove rocport containers whose owner process is dead; returns their names."""
     if client is None:
@@ -55,7 +66,7 @@ def cleanup_orphans(client=None) -> list[str]:
         except DockerException:
             return []  # no daemon, so no containers to clean
     removed = []
-    for container in client.containers.list(all=True, filters={"label": LABEL_OWNER}):
+    for container in _labelled(client):
         if owner_alive(container.labels):
             continue
         try:

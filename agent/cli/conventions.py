@@ -14,6 +14,7 @@ EXAMPLES: dict[str, list[str]] = {
     "report": ["rocport report RUN_ID --html", "rocport report RUN_ID --show"],
     "pr": ["rocport pr RUN_ID", "rocport pr RUN_ID --open --repo sgl-project/sglang --signoff --label rocm",
            "rocport pr RUN_ID --open --repo OWNER/NAME --dry-run"],
+    "tune": ["rocport tune RUN_ID --price-per-gpu-hour 2.5 --reference B200:3192:6.5", "rocport tune RUN_ID --show"],
     "demo": ["rocport demo", "rocport demo --task cub_rmsnorm --workdir /tmp/demo"],
     "eval": ["rocport eval", "rocport eval glm52_mi355x -s rules -s naive --output eval.json"],
     "scan": ["rocport scan ~/src/sglang --profile sglang", "rocport scan CHECKOUT -f sarif -o scan.sarif"],
