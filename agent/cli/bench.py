@@ -77,7 +77,8 @@ def bench(
     slo_ttft_ms: float = typer.Option(None, "--slo-ttft-ms", help="TTFT SLO for goodput."),
     slo_tpot_ms: float = typer.Option(None, "--slo-tpot-ms", help="TPOT SLO for goodput."),
     max_failure_rate: float = typer.Option(0.0, "--max-failure-rate", help="Failures tolerated (0..1)."),
-    timeout: float = typer.Option(3600.0, "--timeout", help="Seconds per request before it counts as failed."),
+    timeout: float = typer.Option(None, "--timeout", min=0.001, help="Seconds per request before it counts as "
+                                  "failed; default 60 s + 10 s per 1k input tokens + 0.5 s per output token."),
     seed: int = typer.Option(None, "--seed", help="Prompt seed; default: a fresh one per run (recorded in "
                              "the JSON), so a rerun never hits the cache of the previous one."),
     vocab_size: int = typer.Option(None, "--vocab-size", help="Token ids are drawn below this."),

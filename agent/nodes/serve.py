@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agent.nodes.budget import budget_stop, stalled
+from agent.nodes.budget import budget_stop, elapsed, stalled
 from agent.nodes.env import RunEnv
 from agent.nodes.load_check import _diagnosed
 from agent.state import PortState, signatures
@@ -94,7 +94,7 @@ def bench(state: PortState, env: RunEnv) -> dict:
         serve = state.stages.get("serve", {}).get("status", "not reached")
         stages["bench"] = {"status": f"not run: no server (serve {serve})"}  # e.g. a build-only job
         return {"stages": stages, **({"counters": state.counters} if relaunch else {})}
-    from tools.bench import BenchConfig, Workload, preset, run_bench
+    from tools.bench import BenchConfig, Workload, preset, request_timeout, run_bench
 
     spec = env.job.bench
     if spec.preset:
@@ -102,8 +102,10 @@ def bench(state: PortState, env: RunEnv) -> dict:
     else:
         workload = Workload(isl=spec.isl, osl=spec.osl, num_prompts=spec.num_prompts,
                             prefix_hit=spec.cache_hit_rate or 0.0, vocab_size=_vocab_size(env) or 32000).validate()
+    left = env.job.budgets.wall_time_s - elapsed(state, env)  # a stuck request must not outlast the run
     cfg = BenchConfig(base_url=f"http://127.0.0.1:{state.stages['serve']['port']}", model=model_name(env),
-                      workload=workload, max_concurrency=spec.max_concurrency)
+                      workload=workload, max_concurrency=spec.max_concurrency,
+                      timeout_s=request_timeout(workload, budget_s=left))
     result = run_bench(cfg).to_json()
     result["command"] = (f"rocport bench --base-url {cfg.base_url} --model {cfg.model} --isl {workload.isl} "
                          f"--osl {workload.osl} --num-prompts {workload.num_prompts} "

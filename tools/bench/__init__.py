@@ -4,7 +4,7 @@ from __future__ import annotations
 from tools.bench.compare import compare_results
 from tools.bench.metrics import compute, single_stream
 from tools.bench.result import BenchResult, apply_gates, load_result
-from tools.bench.runner import BenchConfig, BenchConfigError, BenchRun, run_async, run_benchmark
+from tools.bench.runner import BenchConfig, BenchConfigError, BenchRun, request_timeout, run_async, run_benchmark
 from tools.bench.workload import PRESETS, Workload, WorkloadError, build_plan, preset
 
 
@@ -31,4 +31,4 @@ def run_bench(cfg: BenchConfig) -> BenchResult:
 
 __all__ = ["PRESETS", "BenchConfig", "BenchConfigError", "BenchResult", "BenchRun", "Workload",
            "WorkloadError", "apply_gates", "build_plan", "compare_results", "load_result", "preset",
-           "result_from_run", "run_bench", "run_benchmark"]
+           "request_timeout", "result_from_run", "run_bench", "run_benchmark"]

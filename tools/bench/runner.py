@@ -18,6 +18,22 @@ class BenchConfigError(ValueError):
     """A benchmark option that cannot work; the message says what to change."""
 
 
+# A request that outlives this bound is stuck, not slow: generous against CPU debug servers and long prefills.
+REQUEST_BASE_S = 60.0
+"""Connect, queue and schedule."""
+PREFILL_S_PER_1K_INPUT = 10.0
+DECODE_S_PER_OUTPUT_TOKEN = 0.5
+
+
+def request_timeout(workload: Workload, budget_s: float | None = None) -> float:
+    """The default per-request timeout: a per-token bound on the workload's lengths, capped by what is
+    left of a run's wall-time budget (never under 30 s)."""
+    bound = REQUEST_BASE_S + PREFILL_S_PER_1K_INPUT * workload.isl / 1000 + DECODE_S_PER_OUTPUT_TOKEN * workload.osl
+    if budget_s is not None:
+        bound = min(bound, max(budget_s, 30.0))
+    return round(bound, 1)
+
+
 @dataclass
 class BenchConfig:
     """Everything `rocport bench` was asked to do."""
@@ -33,9 +49,14 @@ class BenchConfig:
     single_stream: int = 0
     slo_ttft_ms: float | None = None
     slo_tpot_ms: float | None = None
-    timeout_s: float = 3600.0
+    timeout_s: float | None = None
+    """Seconds per request before it counts as failed; None: `request_timeout(workload)`."""
     max_failure_rate: float = 0.0
     extra_body: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.timeout_s is None:
+            self.timeout_s = request_timeout(self.workload)
 
     def to_dict(self) -> dict:
         rate = self.request_rate if self.request_rate != float("inf") else "inf"

@@ -28,6 +28,8 @@ def test_bench_writes_json_prints_a_summary_and_compares(sse_server, tmp_path):
     assert "generated tokens" in p.stdout          # every tok/s figure says which kind it is
     data = json.loads(a.read_text())
     assert data["completed"] == 8 and data["single_stream"]["completed"] == 2
+    # No --timeout: each request is bounded by its lengths (60 s + 10 s per 1k input + 0.5 s per output token).
+    assert data["config"]["timeout_s"] == 64.6
     # Alone on the server: 8 tokens in 30 + 7 x 2 ms; decoding at one token per 2 ms.
     assert 100 <= data["single_stream"]["output_tokens_per_s"] <= 220
     assert 350 <= data["single_stream"]["decode_tokens_per_s"] <= 800  # the server catches up on its schedule

@@ -76,3 +76,13 @@ def test_extra_body_overrides_request_fields():
                       extra_body={"stream_options": {"include_usage": True}, "top_k": 1})
     body = json.loads(plan.measured[0].body)
     assert body["stream_options"] == {"include_usage": True} and body["top_k"] == 1
+
+
+def test_request_timeout_grows_with_the_workload_and_stops_at_the_budget():
+    from tools.bench import request_timeout
+
+    small, long = Workload(isl=64, osl=8), Workload(isl=20000, osl=1000)
+    assert request_timeout(small) == 64.6
+    assert request_timeout(long) == 60 + 200 + 500
+    assert request_timeout(long, budget_s=120) == 120  # what is left of the run's wall time
+    assert request_timeout(long, budget_s=1) == 30  # a nearly spent budget still lets a request finish
