@@ -7,6 +7,7 @@ name of the environment variable that holds it.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -57,6 +58,14 @@ class TargetSpec(_Section):
     """gfx architecture the ROCm build is compiled for (gfx90a, gfx942, gfx950)."""
     image: str | None = None
     """Container image for the docker sandbox; defaults to the profile's first image."""
+
+    @field_validator("arch")
+    @classmethod
+    def _gfx_name(cls, value: str) -> str:
+        if not re.fullmatch(r"gfx[0-9][0-9a-f]{2,3}(:[a-z]+[+-])*", value):
+            raise ValueError(f"{value!r} is not a gfx target name: use e.g. gfx90a (MI250), gfx942 (MI300X), "
+                             "gfx950 (MI355X)")
+        return value
 
 
 class SandboxSpec(_Section):
@@ -109,8 +118,8 @@ class ServeSpec(_Section):
 
     tp: int = Field(1, ge=1)
     dp: int = Field(1, ge=1)
-    port: int | None = None
-    """Fixed port; None picks a free one."""
+    port: int | None = Field(None, ge=1, le=65535)
+    """Fixed port (1-65535, free when the run starts); None picks a free one."""
     extra_args: str = ""
     """Flags appended to the profile's launch command (e.g. a framework-specific server option)."""
 

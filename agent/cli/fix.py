@@ -114,6 +114,11 @@ def fix(
     except ProfileError as exc:
         raise fail(str(exc)) from None
     arch = arch or ("gfx90a" if image == LOCAL else "gfx942")
+    if image != LOCAL:
+        from agent.preflight_checks import arch_problem
+        problem = arch_problem(arch, image, "--arch")
+        if problem:
+            raise fail(problem)
     failures = _failures(repo, log, from_scan, prof)
     ws = Workspace(root=repo, profile=prof, target_arch=arch)
     console = output_console()

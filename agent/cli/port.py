@@ -81,6 +81,17 @@ UNTIL_HELP = ("Stop after this stage: scan, unit (the image preflight), build, l
               "(everything; the default).")
 
 
+def _check_machine(job: PortJob) -> None:
+    """The target against the build image's labels, a fixed server port against what already listens."""
+    from agent.nodes.env import job_image
+    from agent.preflight_checks import job_problems
+    from agent.profiles import load_profile
+
+    problems = job_problems(job, job_image(job, load_profile(job.framework.profile)))
+    if problems:
+        raise fail(problems[0])
+
+
 @app.command()
 def port(
     config: list[str] = typer.Option([], "-c", "--config", metavar="JOB.yaml|KEY=VALUE",
@@ -124,6 +135,7 @@ def port(
                 if resume is None:
                     job = load_job(config)
                     _check_checkpoint(job)
+                    _check_machine(job)
                     result = start_port(job, sinks=sinks, review=review)
                 else:
                     result = resume_port(resume, sinks=sinks, review=review, answer=answer)

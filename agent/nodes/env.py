@@ -24,6 +24,15 @@ def has_gpu() -> bool:
     return Path("/dev/kfd").exists()
 
 
+def job_image(job: PortJob, profile: Profile) -> str:
+    """The build image of a job: its own, else the profile's first, else rocport's 6.4 image."""
+    if job.target.image:
+        return job.target.image
+    if profile.images:
+        return profile.images[0]
+    return "rocport/rocm-build:6.4"
+
+
 @dataclass
 class RunEnv:
     """What one process of a run holds: the job, its profile, the run dir, live handles."""
@@ -49,11 +58,7 @@ class RunEnv:
         return self.job.target.arch
 
     def image(self) -> str:
-        if self.job.target.image:
-            return self.job.target.image
-        if self.profile.images:
-            return self.profile.images[0]
-        return "rocport/rocm-build:6.4"
+        return job_image(self.job, self.profile)
 
     def sandbox(self) -> Sandbox:
         """The run's sandbox (every command it runs is logged in the run dir), created on first use."""

@@ -49,6 +49,22 @@ def local_build_images(client=None) -> list[dict]:
     return sorted(found, key=lambda img: img["tag"], reverse=True)
 
 
+def label_archs(image: str) -> list[str] | None:
+    """The targets a rocport image's labels say its hipcc compiles for (probed when it was built);
+    None when that is unknown: no daemon, the image is not here, or it has no such label."""
+    from docker.errors import DockerException
+
+    client = _client()
+    if client is None:
+        return None
+    try:
+        labels = client.images.get(image).labels or {}
+    except DockerException:
+        return None
+    archs = [a for a in labels.get("rocport.offload_archs", "").split(",") if a]
+    return archs or None
+
+
 def _client():
     import docker
     from docker.errors import DockerException

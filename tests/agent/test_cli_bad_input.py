@@ -300,3 +300,37 @@ def test_sweep_results_database_that_is_not_one(tmp_path, home):
     example = str(REPO_ROOT / "agent/sweep/examples/tinyserve-nightly.yaml")
     for sub in ("run", "report"):
         one_line_error(rocport(home, "sweep", sub, example, "--db", "bad.sqlite"), "bad.sqlite", "--db")
+
+
+# --- targets and ports ------------------------------------------------------------------------------
+
+
+def test_arch_the_image_cannot_build_is_refused_before_anything_starts(tmp_path, home, git_repo, rocm_image):
+    repo = git_repo(HEADER_FAULTS)
+    job = [a for s in make_job(tmp_path, repo, "sandbox.backend=docker", f"target.image={rocm_image}",
+                               "target.arch=gfx1100") for a in ("-c", s)]
+    line = one_line_error(rocport(home, "port", *job), "target.arch gfx1100", rocm_image, "gfx942")
+    assert "pick one of those" in line
+    assert not (home / "runs").is_dir() or not any((home / "runs").iterdir())
+    one_line_error(rocport(home, "fix", str(repo), "--from-scan", "--image", rocm_image, "--arch", "gfx1100"),
+                   "--arch gfx1100", "gfx950")
+    one_line_error(rocport(home, "port", *job[:-2], "-c", "target.arch=sm_90"), "sm_90", "not a gfx target")
+
+
+def test_server_port_out_of_range_or_taken_is_refused(tmp_path, home, git_repo):
+    repo = git_repo(HEADER_FAULTS)
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    base = make_job(tmp_path, repo, f"model.path={model}")
+    job = [a for s in [*base, "serve.port=70000"] for a in ("-c", s)]
+    one_line_error(rocport(home, "port", *job), "serve.port", "65535")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        job = [a for s in [*base, f"serve.port={port}"] for a in ("-c", s)]
+        one_line_error(rocport(home, "port", *job), f"serve.port {port}", "in use")
+    assert not (home / "runs").is_dir() or not any((home / "runs").iterdir())
+    one_line_error(rocport(home, "bench", "--base-url", "http://127.0.0.1:99999", "--model", "m", "--isl", "4",
+                           "--osl", "2"), "1 to 65535")

@@ -88,7 +88,10 @@ def endpoint_path(base_url: str, endpoint: str) -> tuple[str, str, int, bool, st
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise BenchConfigError(f"--base-url must look like http://HOST:PORT (got {base_url!r})")
     tls = parts.scheme == "https"
-    port = parts.port or (443 if tls else 80)
+    try:
+        port = parts.port or (443 if tls else 80)
+    except ValueError:  # urllib's "Port out of range 0-65535" / "Port could not be cast to integer value"
+        raise BenchConfigError(f"--base-url {base_url!r}: the port must be a number from 1 to 65535") from None
     prefix = parts.path.rstrip("/")
     if not prefix.endswith("/v1"):
         prefix += "/v1"
