@@ -9,6 +9,7 @@ import sys
 import tempfile
 import time
 import uuid
+import weakref
 from pathlib import Path
 
 from sandboxes.base import HEAD_KEEP, OUTPUT_LIMIT, CommandResult, SandboxError
@@ -53,6 +54,12 @@ def _kill_group(proc: subprocess.Popen, grace_s: float) -> None:
     except ProcessLookupError:
         pass
     proc.wait()
+
+
+def _stop(watchdog: subprocess.Popen) -> None:
+    """End a sandbox's watchdog (its sandbox closed or was dropped): nothing of it is left to guard."""
+    watchdog.terminate()
+    watchdog.wait()
 
 
 class LocalService:
@@ -123,6 +130,8 @@ class LocalSandbox:
             [sys.executable, str(Path(__file__).with_name("watchdog.py")), str(me), process_start(me), self.session],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True, env={"PATH": os.environ.get("PATH", "")})
+        # a sandbox dropped without close() must not leave its watchdog waiting for the whole process
+        self._stop_watchdog = weakref.finalize(self, _stop, self._watchdog)
 
     def _cwd(self, cwd: str | None) -> str:
         if cwd is None:
@@ -197,8 +206,7 @@ class LocalSandbox:
             service.stop(grace_s=5)
         self._services.clear()
         if self._watchdog is not None:
-            self._watchdog.terminate()
-            self._watchdog.wait()
+            self._stop_watchdog()
             self._watchdog = None
         self._tmp.cleanup()
 
