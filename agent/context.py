@@ -3,9 +3,9 @@ repo already handles ROCm elsewhere."""
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
+from tools import git as gitops
 from tools.records import Failure
 
 # How a repo shows it already thinks about ROCm, in C++ and in Python.
@@ -45,9 +45,8 @@ def _closes_top_level(line: str) -> bool:
 def rocm_examples(repo: Path, exclude: str | None, limit: int = 4, context: int = 3) -> list[str]:
     """Snippets from other files of the repo that already guard ROCm, as the house style to follow."""
     try:
-        out = subprocess.run(["git", "grep", "-n", "-E", ROCM_MARKERS], cwd=repo, capture_output=True,
-                             text=True, timeout=30).stdout
-    except (OSError, subprocess.TimeoutExpired):
+        out = gitops.run(repo, "grep", "-n", "-E", ROCM_MARKERS, ok=(0, 1), timeout=30).stdout
+    except (OSError, gitops.GitError):
         return []
     snippets, seen_files = [], set()
     for hit in out.splitlines():

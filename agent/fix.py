@@ -1,12 +1,12 @@
 """A fix session: failures -> rule proposals -> validation -> one commit per kept patch on a work branch."""
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.rules import Workspace, fixers_for, propose_for
-from agent.validate import Validator, evidence
+from agent.validate import Validator
+from tools import git as gitops
 from tools.records import Failure, PatchOutcome, Proposal
 
 WHAT = {"headers": "Guard CUDA headers for ROCm", "cub": "Use hipCUB on ROCm", "cuda_std": "Use std traits on ROCm",
@@ -33,16 +33,15 @@ class FixRecord:
 
 def git(root: Path, *args: str) -> str:
     """Run git in the repo; FixError with git's first line of stderr when it fails."""
-    proc = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False, timeout=120)
-    if proc.returncode != 0:
-        first = (proc.stderr.strip().splitlines() or ["(no message)"])[0]
-        raise FixError(f"git {args[0]} failed in {root}: {first}")
-    return proc.stdout.strip()
+    try:
+        return gitops.git(root, *args, timeout=120)
+    except gitops.GitError as exc:
+        raise FixError(str(exc)) from None
 
 
 def start_branch(root: Path) -> str:
     """Check out a fresh work branch `rocport/fix-<short HEAD>` (suffixed when it already exists)."""
-    if subprocess.run(["git", "rev-parse", "--git-dir"], cwd=root, capture_output=True, check=False).returncode:
+    if not gitops.is_repo(root):
         raise FixError(f"{root} is not a git repository: rocport fix commits each patch, so run it on a git checkout")
     if git(root, "status", "--porcelain", "--untracked-files=no"):
         raise FixError(f"{root} has uncommitted changes to tracked files: commit or stash them first")
@@ -57,8 +56,7 @@ def start_branch(root: Path) -> str:
 
 def current_checkout(root: Path) -> str:
     """The branch the user is on, or the commit of a detached HEAD (what restore_checkout goes back to)."""
-    branch = subprocess.run(["git", "symbolic-ref", "-q", "--short", "HEAD"], cwd=root, capture_output=True,
-                            text=True, check=False).stdout.strip()
+    branch = gitops.run(root, "symbolic-ref", "-q", "--short", "HEAD", ok=(0, 1)).stdout.strip()
     return branch or git(root, "rev-parse", "HEAD")
 
 
@@ -78,20 +76,15 @@ def commit_message(failure: Failure, outcome: PatchOutcome) -> str:
     family = prop.proposer.split(":", 1)[-1]
     where = failure.file or (prop.files[0] if prop.files else "the repo")
     subject = f"{WHAT.get(family, 'Fix ' + failure.kind)} in {where}"
-    body = [f"Fixes {failure.kind}: {failure.message}", f"Signature: {failure.signature}", "", prop.rationale,
-            "", "Evidence (rocport validation):", evidence(outcome) or "- no C/C++ unit touched; nothing compiled"]
-    return subject + "\n\n" + "\n".join(body) + "\n"
+    return gitops.patch_commit_message(subject, failure.to_dict(), prop.rationale, outcome.checks)
 
 
 def commit(root: Path, failure: Failure, outcome: PatchOutcome) -> str:
     """Commit exactly the proposal's files; returns the commit sha."""
-    files = outcome.proposal.files
-    git(root, "add", "--", *files)
-    ident = [] if subprocess.run(["git", "config", "user.email"], cwd=root, capture_output=True,
-                                 check=False).returncode == 0 else ["-c", "user.name=rocport",
-                                                                   "-c", "user.email=rocport@localhost"]
-    git(root, *ident, "commit", "-q", "-m", commit_message(failure, outcome), "--", *files)
-    return git(root, "rev-parse", "HEAD")
+    try:
+        return gitops.commit_files(root, outcome.proposal.files, commit_message(failure, outcome))
+    except gitops.GitError as exc:
+        raise FixError(str(exc)) from None
 
 
 def dedupe(failures: list[Failure]) -> list[Failure]:

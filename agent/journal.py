@@ -17,8 +17,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import git
-
+from tools import git as gitops
 from tools.patching import apply_diff
 
 
@@ -85,16 +84,13 @@ def restore_commits(repo_dir: str, start: str, entries: list[Entry]) -> list[str
     """Put the clone at the last kept patch of the journaled entries and return each kept entry's commit
     (oldest first). Commits already made are reused; a kept entry whose commit never happened is
     committed now from its recorded diff; edits of an unfinished proposal are discarded."""
-    repo = git.Repo(repo_dir)
-    made = [c.hexsha for c in repo.iter_commits(f"{start}..HEAD", reverse=True)]
+    repo = Path(repo_dir)
+    made = gitops.git(repo, "rev-list", "--reverse", f"{start}..HEAD").split()
     kept = [e for e in entries if e.kept]
     shas = made[:len(kept)]
-    repo.git.reset("--hard", shas[-1] if shas else start)
-    repo.git.clean("-fdq")  # ignored build outputs stay
+    gitops.reset_hard(repo, shas[-1] if shas else start)  # ignored build outputs stay
     for entry in kept[len(shas):]:
         proposal = entry.outcome["proposal"]
-        apply_diff(Path(repo_dir), proposal["diff"])
-        repo.git.add("--", *proposal["files"])
-        repo.git.commit("-m", entry.message, "--", *proposal["files"])
-        shas.append(repo.head.commit.hexsha)
+        apply_diff(repo, proposal["diff"])
+        shas.append(gitops.commit_files(repo, proposal["files"], entry.message))
     return shas

@@ -1,14 +1,14 @@
 """The LLM proposer: a capped tool-calling conversation per failure that ends in a Proposal."""
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 from agent.context import context_pack
 from agent.llm import Model, Usage
-from agent.llm_tools import TOOL_SCHEMAS, ToolBox
+from agent.llm_tools import MAX_EDIT_BYTES, TOOL_SCHEMAS, ToolBox
 from agent.rules.base import Workspace
+from tools import git as gitops
 from tools.records import Failure, Proposal
 
 PROMPT = (Path(__file__).parent / "prompts" / "llm_fixer.md").read_text()
@@ -61,23 +61,23 @@ class LLMProposer:
         if not files:
             self.last_reason = "finished without any edit"
             return None
-        diff = _git(root, "diff", "--", *box.edited) if box.edited else ""
-        for rel in box.created:
-            diff += _git(root, "diff", "--no-index", "--", "/dev/null", rel, ok_codes=(0, 1))
+        try:
+            diff = gitops.diff_files(root, box.edited, box.created)
+        except gitops.GitError as exc:
+            self.last_reason = f"cannot diff the edits: {exc}"
+            return None
+        if len(diff.encode()) > MAX_EDIT_BYTES:
+            self.last_reason = f"the edits make a {len(diff.encode())}-byte diff, over the {MAX_EDIT_BYTES}-byte cap"
+            return None
+        if not isinstance(rationale, str):
+            rationale = str(rationale)
         return Proposal(failure_signature=failure.signature, proposer=self.name, diff=diff,
                         rationale=rationale.strip() or "LLM edit", files=files)
-
-
-def _git(root: Path, *args: str, ok_codes: tuple[int, ...] = (0,)) -> str:
-    proc = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
-    if proc.returncode not in ok_codes:
-        raise RuntimeError(f"git {' '.join(args)} failed: {proc.stderr.strip()}")
-    return proc.stdout
 
 
 def _undo(root: Path, box: ToolBox) -> None:
     """Put the working tree back: the diff is the proposal now, validation applies it."""
     if box.edited:
-        _git(root, "checkout", "--", *box.edited)
+        gitops.git(root, "checkout", "--", *box.edited)
     for rel in box.created:
         (root / rel).unlink(missing_ok=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 from agent.units import HEADER_EXTS, touched_units
 from sandboxes.base import CommandResult, Sandbox
 from sandboxes.local import LocalSandbox
+from tools.git import evidence_lines
 from tools.patching import PatchError, apply_diff, revert_diff
 from tools.records import CheckResult, Failure, PatchOutcome, Proposal
 
@@ -224,9 +225,4 @@ def host_cuda_sandbox(root: Path) -> Sandbox | None:
 
 def evidence(outcome: PatchOutcome) -> str:
     """The checks as commit-message evidence lines: verdict, name, detail, command."""
-    lines = []
-    for c in outcome.checks:
-        lines.append(f"- [{'ok' if c.ok else 'FAIL'}] {c.name}: {c.detail}")
-        if c.cmd:
-            lines.append(f"    $ {c.cmd}")
-    return "\n".join(lines)
+    return evidence_lines(outcome.checks)

@@ -10,6 +10,10 @@ import re
 import subprocess
 from pathlib import Path, PurePosixPath
 
+from tools import git as gitops
+
+MAX_DIFF_BYTES = 1 << 20
+"""No fix is a megabyte of diff: anything larger is refused before git sees it."""
 _HEADER_PATHS = re.compile(r"^(?:--- |\+\+\+ |rename from |rename to |copy from |copy to )(.+?)\s*$")
 _GIT_HEADER = re.compile(r"^diff --git (\S+) (\S+)\s*$")
 
@@ -64,13 +68,15 @@ def check_paths(root: Path, paths: list[str]) -> None:
             raise PatchError(f"refused patch: {rel!r} resolves outside the repo (to {resolved}) through a symlink")
 
 
+def check_size(diff: str) -> None:
+    """Raise PatchError when the diff is over MAX_DIFF_BYTES."""
+    size = len(diff.encode("utf-8", "surrogatepass"))
+    if size > MAX_DIFF_BYTES:
+        raise PatchError(f"refused patch: the diff is {size} bytes, over the {MAX_DIFF_BYTES}-byte cap for one fix")
+
+
 def _git_apply(root: Path, diff: str, *extra: str) -> subprocess.CompletedProcess:
-    """`git apply` fed the diff's bytes: a source that is not valid UTF-8 was read with surrogateescape,
-    so its diff carries the original bytes back unchanged."""
-    done = subprocess.run(["git", "apply", "--whitespace=nowarn", *extra, "-"], check=False, cwd=root,
-                          input=diff.encode("utf-8", "surrogateescape"), capture_output=True, timeout=60)
-    done.stderr = done.stderr.decode("utf-8", "replace")
-    return done
+    return gitops.apply(root, diff, *extra)
 
 
 def _first_line(text: str) -> str:
@@ -83,6 +89,7 @@ def apply_diff(root: Path, diff: str) -> list[str]:
     root = Path(root)
     if not diff.strip():
         raise PatchError("refused patch: the diff is empty")
+    check_size(diff)
     paths = diff_paths(diff)
     if not paths:
         raise PatchError("refused patch: no file headers (---/+++) found; is it a unified diff?")
@@ -108,6 +115,7 @@ def revert_diff(root: Path, diff: str) -> None:
 def can_apply(root: Path, diff: str) -> bool:
     """True when the diff passes the path checks and `git apply --check`."""
     try:
+        check_size(diff)
         paths = diff_paths(diff)
         check_paths(Path(root), paths)
     except PatchError:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tools import git as gitops
 from tools.pr_github import GITHUB_API, GitHubError, PRRequest, github_token, post
 from tools.pr_text import commit_message, pr_description, pr_title
 from tools.report import RunView
@@ -29,14 +29,10 @@ class PullRequest:
 
 
 def _git(repo: Path, *args: str, env: dict | None = None) -> str:
-    proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})})
-    if proc.returncode != 0:
-        lines = proc.stderr.strip().splitlines()
-        # git's own fatal/error line says what went wrong; its last line is often only advice
-        said = next((ln for ln in lines if ln.startswith(("fatal:", "error:"))), lines[-1] if lines else "")
-        raise PRError(f"git {args[0]} failed in {repo}: {said or f'exit {proc.returncode}'}")
-    return proc.stdout.strip()
+    try:
+        return gitops.git(repo, *args, env=env)
+    except gitops.GitError as exc:
+        raise PRError(str(exc)) from None
 
 
 def kept_outcomes(state: dict) -> list[dict]:
@@ -47,8 +43,8 @@ def _identity(repo: Path, author: str | None) -> str:
     """'Name <email>' for a Signed-off-by line: --author, else git config; an error when neither says."""
     if author:
         return author
-    name = subprocess.run(["git", "config", "user.name"], cwd=repo, capture_output=True, text=True).stdout.strip()
-    email = subprocess.run(["git", "config", "user.email"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    name = gitops.run(repo, "config", "user.name", ok=(0, 1)).stdout.strip()
+    email = gitops.run(repo, "config", "user.email", ok=(0, 1)).stdout.strip()
     if not name or not email:
         raise PRError("--signoff needs who signs: pass --author 'Name <email>' or set git config user.name and "
                       "user.email")

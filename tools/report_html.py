@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import html
 import json
-import subprocess
 from pathlib import Path
 
+from tools import git as gitops
 from tools.report import (PERCENTILES, LATENCY_METRICS, RunView, bench_rows, failure_fates, phase_timeline,
                           scan_rows, stage_rows)
 from tools.report_svg import panels_svg, timeline_svg
@@ -50,8 +50,7 @@ def _patch_diff(outcome: dict, repo: Path) -> str:
     """The patch as proposed, or as committed when the proposal kept no text."""
     diff = outcome["proposal"].get("diff") or ""
     if not diff and outcome.get("commit") and (repo / ".git").exists():
-        proc = subprocess.run(["git", "show", "--format=", outcome["commit"]], cwd=repo, capture_output=True,
-                              text=True)
+        proc = gitops.run(repo, "show", "--format=", outcome["commit"], ok=range(256))
         diff = proc.stdout if proc.returncode == 0 else ""
     return diff
 

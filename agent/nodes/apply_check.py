@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import git
 from langgraph.types import interrupt
 
 from agent.journal import Entry, WaveJournal, restore_commits, wave_key
@@ -20,6 +19,7 @@ from agent.nodes.env import RunEnv
 from agent.nodes.load_check import run_load_check
 from agent.nodes.propose import same_failure, workspace
 from agent.state import PortState
+from tools import git as gitops
 from tools.patching import PatchError, apply_diff, revert_diff
 from tools.records import CheckResult, Failure, PatchOutcome, Proposal
 
@@ -103,23 +103,15 @@ def _apply_unchecked(repo: Path, proposal: dict) -> Verdict:
 
 
 def _applied(repo: Path, proposal: dict) -> bool:
-    return bool(git.Repo(repo).git.status("--porcelain", "--", *proposal["files"]).strip())
+    return bool(gitops.dirty_files(repo, *proposal["files"]))
 
 
 def _message(proposal: dict, verdict: Verdict) -> str:
     """The commit message of a kept patch: what it fixes, why, and the evidence of its checks."""
-    evidence = "\n".join(f"- {c.name}: {'ok' if c.ok else 'FAILED'} {c.detail}" for c in verdict.checks)
     failure = proposal["failure"]
     where = failure.get("file") or failure.get("symbol") or ""
-    return (f"rocport: fix {failure['kind']} {where} ({proposal['proposer']})\n\n"
-            f"{proposal['rationale']}\n\nFailure: {failure.get('message', '')[:300]}\n"
-            f"Evidence:\n{evidence}")
-
-
-def _commit(repo: git.Repo, files: list[str], message: str) -> str:
-    repo.git.add("--", *files)
-    repo.git.commit("-m", message, "--", *files)
-    return repo.head.commit.hexsha
+    subject = f"rocport: fix {failure['kind']} {where} ({proposal['proposer']})"
+    return gitops.patch_commit_message(subject, failure, proposal["rationale"], verdict.checks)
 
 
 @dataclass
@@ -166,11 +158,11 @@ def _resume_wave(state: PortState, env: RunEnv, journal: WaveJournal, key: str) 
     return wave
 
 
-def _record(env: RunEnv, journal: WaveJournal, wave: _Wave, entry: Entry, repo: git.Repo) -> None:
+def _record(env: RunEnv, journal: WaveJournal, wave: _Wave, entry: Entry, repo: Path) -> None:
     """Journal the verdict first, then commit a kept patch: a kill in between loses nothing."""
     journal.record(entry)
     proposal = entry.outcome["proposal"]
-    commit = _commit(repo, proposal["files"], entry.message) if entry.kept else None
+    commit = gitops.commit_files(repo, proposal["files"], entry.message) if entry.kept else None
     wave.add(entry, commit)
     kind, file = entry.kind, entry.file
     if commit:
@@ -189,7 +181,7 @@ def apply_check(state: PortState, env: RunEnv) -> dict:
     decisions = _review(state, env)
     journal, key = WaveJournal(env.rundir.path / "journal.jsonl"), wave_key(state.iteration, state.head)
     wave = _resume_wave(state, env, journal, key)
-    repo = git.Repo(state.repo_dir)
+    repo = Path(state.repo_dir)
     for index, proposal in enumerate(state.proposals):
         if index in wave.done:
             continue

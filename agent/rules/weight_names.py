@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import re
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from pathlib import Path
 from agent.rules.base import Decline, Workspace, make_proposal, register
 from agent.rules.loader_remap import TableFix, derive_rules, remap_problems, replay_table, table_fix
 from sandboxes.local import LocalSandbox
+from tools import git as gitops
 from tools.records import CheckResult, Failure, Proposal
 from tools.weights import (
     Checkpoint,
@@ -240,8 +240,7 @@ def patched_sources(proposal: Proposal, ws: Workspace) -> dict[str, str]:
             dst.parent.mkdir(parents=True, exist_ok=True)
             if src.is_file():
                 dst.write_bytes(src.read_bytes())
-        done = subprocess.run(["git", "apply", "--unsafe-paths", "-"], cwd=tmp, input=proposal.diff,
-                              text=True, capture_output=True, check=False)
+        done = gitops.apply(Path(tmp), proposal.diff, "--unsafe-paths")
         if done.returncode != 0:
             raise ValueError(f"the diff does not apply: {done.stderr.strip().splitlines()[:1]}")
         return {rel: Path(tmp, rel).read_text(encoding="utf-8") for rel in proposal.files}

@@ -10,9 +10,10 @@ import sys
 from pathlib import Path
 
 from agent.sweep.spec import SweepSpec
+from tools import git as gitops
+from tools.git import ROCPORT_IDENTITY
 
 BUNDLED = "bundled:"
-_GIT = ["git", "-c", "user.name=rocport", "-c", "user.email=rocport@localhost", "-c", "commit.gpgsign=false"]
 
 
 class FixtureError(RuntimeError):
@@ -42,9 +43,10 @@ def bundled_repo(name: str) -> Path:
         raise FixtureError(f"repo: {BUNDLED}{name}: {exc}") from exc
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", f"{name} (bundled fixture)"],
                  ["tag", "v0.1"]):
-        proc = subprocess.run([*_GIT, *args], cwd=dest, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise FixtureError(f"git {args[0]} in {dest} failed: {proc.stderr.strip()}")
+        try:
+            gitops.git(dest, *ROCPORT_IDENTITY, *args)
+        except gitops.GitError as exc:
+            raise FixtureError(str(exc)) from None
     return dest
 
 

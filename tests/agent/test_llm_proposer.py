@@ -74,5 +74,5 @@ def test_paths_outside_the_repo_are_refused(git_repo, tmp_path):
     ])
     LLMProposer(model).propose(FAILURE, Workspace(repo))
     assert "not a repo-relative path" in model.seen[1][-1]["content"]
-    assert "outside the repository" in model.seen[2][-1]["content"]
+    assert "do not follow symlinks" in model.seen[2][-1]["content"]
     assert (tmp_path / "outside.txt").read_text() == "secret"
