@@ -56,7 +56,7 @@ def start_branch(root: Path) -> str:
 
 def current_checkout(root: Path) -> str:
     """The branch the user is on, or the commit of a detached HEAD (what restore_checkout goes back to)."""
-    branch = gitops.run(root, "symbolic-ref", "-q", "--short", "HEAD", ok=(0, 1)).stdout.strip()
+    branch = gitops.run(root, "symbolic-ref", "-q", "--short", "HEAD", ok=range(256)).stdout.strip()
     return branch or git(root, "rev-parse", "HEAD")
 
 
