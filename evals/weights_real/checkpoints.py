@@ -1,0 +1,94 @@
+"""Header-only checkpoints with the real tensor-name layout of open MoE models with MTP heads.
+
+Names and shapes follow each model's published config.json and its Hugging Face checkpoint layout
+(GLM-4.5: `model.layers.<N>.*` for the MTP head at N = num_hidden_layers, with enorm/hnorm/eh_proj/
+shared_head; Qwen3-MoE: no shared experts, no MTP). Shards hold real safetensors headers and no
+tensor bytes, so a 92-layer, 160-expert checkpoint is a few megabytes.
+"""
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+_BYTES = {"BF16": 2, "F32": 4, "F8_E4M3": 1, "U8": 1}
+
+
+def _attention(p: str, c: dict, t: dict) -> None:
+    hd = c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
+    h, q, kv = c["hidden_size"], c["num_attention_heads"] * hd, c["num_key_value_heads"] * hd
+    for proj, rows in (("q_proj", q), ("k_proj", kv), ("v_proj", kv)):
+        t[f"{p}.self_attn.{proj}.weight"] = ("BF16", [rows, h])
+        if c.get("attention_bias"):
+            t[f"{p}.self_attn.{proj}.bias"] = ("BF16", [rows])
+    t[f"{p}.self_attn.o_proj.weight"] = ("BF16", [h, q])
+    if c.get("use_qk_norm") or c.get("model_type") == "qwen3_moe":
+        t[f"{p}.self_attn.q_norm.weight"] = ("BF16", [hd])
+        t[f"{p}.self_attn.k_norm.weight"] = ("BF16", [hd])
+    t[f"{p}.input_layernorm.weight"] = ("BF16", [h])
+    t[f"{p}.post_attention_layernorm.weight"] = ("BF16", [h])
+
+
+def _mlp(p: str, inter: int, h: int, t: dict) -> None:
+    t[f"{p}.gate_proj.weight"] = ("BF16", [inter, h])
+    t[f"{p}.up_proj.weight"] = ("BF16", [inter, h])
+    t[f"{p}.down_proj.weight"] = ("BF16", [h, inter])
+
+
+def _moe(p: str, c: dict, t: dict, shared_prefix: str | None = None) -> None:
+    h, experts = c["hidden_size"], c.get("n_routed_experts") or c["num_experts"]
+    t[f"{p}.mlp.gate.weight"] = ("BF16", [experts, h])
+    if c.get("n_group") is not None:  # DeepSeek-style noaux_tc routing
+        t[f"{p}.mlp.gate.e_score_correction_bias"] = ("F32", [experts])
+    for e in range(experts):
+        _mlp(f"{p}.mlp.experts.{e}", c["moe_intermediate_size"], h, t)
+    if c.get("n_shared_experts"):
+        _mlp(shared_prefix or f"{p}.mlp.shared_experts", c["moe_intermediate_size"] * c["n_shared_experts"], h, t)
+
+
+def build_tensors(config: dict, mtp_shared_prefix: str | None = None) -> dict[str, tuple[str, list[int]]]:
+    """Every tensor name -> (safetensors dtype, shape); `mtp_shared_prefix` moves the MTP shared experts."""
+    c, t = config, {}
+    h, vocab, layers = c["hidden_size"], c["vocab_size"], c["num_hidden_layers"]
+    t["model.embed_tokens.weight"] = ("BF16", [vocab, h])
+    dense = c.get("first_k_dense_replace", 0)
+    for i in range(layers + (c.get("num_nextn_predict_layers") or 0)):
+        p = f"model.layers.{i}"
+        _attention(p, c, t)
+        if i < dense:
+            _mlp(f"{p}.mlp", c["intermediate_size"], h, t)
+        else:
+            _moe(p, c, t, mtp_shared_prefix.format(layer=i) if mtp_shared_prefix and i >= layers else None)
+        if i >= layers:  # the MTP/nextn head, stored as one more decoder layer
+            for n, shape in (("enorm.weight", [h]), ("hnorm.weight", [h]), ("eh_proj.weight", [h, 2 * h]),
+                             ("shared_head.norm.weight", [h]), ("shared_head.head.weight", [vocab, h]),
+                             ("embed_tokens.weight", [vocab, h])):
+                t[f"{p}.{n}"] = ("BF16", shape)
+    t["model.norm.weight"] = ("BF16", [h])
+    if not c.get("tie_word_embeddings"):
+        t["lm_head.weight"] = ("BF16", [vocab, h])
+    return t
+
+
+def write_checkpoint(root: Path, config: dict, tensors: dict, shards: int = 8) -> Path:
+    """config.json, the index and `shards` safetensors files holding headers only."""
+    root.mkdir(parents=True, exist_ok=True)
+    names = list(tensors)
+    per = -(-len(names) // shards)
+    weight_map = {}
+    for s in range(shards):
+        fname = f"model-{s + 1:05d}-of-{shards:05d}.safetensors"
+        header, offset = {"__metadata__": {"format": "pt"}}, 0
+        for name in names[s * per:(s + 1) * per]:
+            dtype, shape = tensors[name]
+            size = _BYTES[dtype]
+            for d in shape:
+                size *= d
+            header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + size]}
+            offset += size
+            weight_map[name] = fname
+        raw = json.dumps(header).encode()
+        (root / fname).write_bytes(struct.pack("<Q", len(raw)) + raw)
+    (root / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    (root / "config.json").write_text(json.dumps(config, indent=1))
+    return root

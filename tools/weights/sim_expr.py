@@ -1,0 +1,170 @@
+"""Expression evaluation for the load_weights interpreter (tools.weights.sim_eval)."""
+from __future__ import annotations
+
+import ast
+
+from tools.weights.sim_values import (
+    BUILTINS, UNKNOWN, Config, Function, ParamsDict, SelfObj, Unknown, binop, call_method, compare_op,
+    expert_params_mapping,
+)
+
+EXPERT_MAPPING_FUNCS = ("make_expert_params_mapping", "fused_moe_make_expert_params_mapping")
+LOADER_CALLS = ("weight_loader", "default_weight_loader")
+
+
+def eval_expr(it, e, env, mod, cls, depth=0):
+    """The value of expression `e`; UNKNOWN for anything a static reading cannot know."""
+    if e is None:
+        return None
+    kind = type(e)
+    if kind is ast.Constant:
+        return e.value
+    if kind is ast.Name:
+        return _name(it, e.id, env, mod, cls)
+    if kind is ast.Attribute:
+        return _attribute(it, eval_expr(it, e.value, env, mod, cls, depth), e.attr, e.lineno)
+    if kind is ast.Subscript:
+        return _subscript(it, e, env, mod, cls, depth)
+    if kind is ast.Call:
+        return _call(it, e, env, mod, cls, depth)
+    if kind is ast.Compare:
+        return _compare(it, e, env, mod, cls, depth)
+    if kind is ast.BoolOp:
+        return _boolop(it, e, env, mod, cls, depth)
+    if kind is ast.UnaryOp:
+        v = eval_expr(it, e.operand, env, mod, cls, depth)
+        if isinstance(v, Unknown):
+            return UNKNOWN
+        return (not v) if isinstance(e.op, ast.Not) else (-v if isinstance(e.op, ast.USub) else UNKNOWN)
+    if kind is ast.BinOp:
+        return binop(e.op, eval_expr(it, e.left, env, mod, cls, depth), eval_expr(it, e.right, env, mod, cls, depth))
+    if kind is ast.JoinedStr:
+        parts = [eval_expr(it, v, env, mod, cls, depth) for v in e.values]
+        return UNKNOWN if any(isinstance(p, Unknown) for p in parts) else "".join(str(p) for p in parts)
+    if kind is ast.FormattedValue:
+        v = eval_expr(it, e.value, env, mod, cls, depth)
+        return UNKNOWN if isinstance(v, (Unknown, Config, SelfObj)) else v
+    if kind in (ast.List, ast.Tuple, ast.Set):
+        items = [eval_expr(it, x, env, mod, cls, depth) for x in e.elts]
+        return tuple(items) if kind is ast.Tuple else items
+    if kind is ast.Dict:
+        return {eval_expr(it, k, env, mod, cls, depth): eval_expr(it, v, env, mod, cls, depth)
+                for k, v in zip(e.keys, e.values) if k is not None}
+    if kind is ast.IfExp:
+        branch = e.body if it.truth(e.test, env, mod, cls, depth) else e.orelse
+        return eval_expr(it, branch, env, mod, cls, depth)
+    if kind in (ast.ListComp, ast.GeneratorExp):
+        return _comprehension(it, e, env, mod, cls, depth)
+    return UNKNOWN
+
+
+def _name(it, name, env, mod, cls):
+    if name in env:
+        return env[name]
+    if name in mod.constants:
+        value = eval_expr(it, mod.constants[name], {}, mod, None)
+        if not isinstance(value, Unknown):
+            return value
+    found = it.index.resolve(mod, name)
+    if found is not None and isinstance(found[1], ast.FunctionDef):
+        return Function(found[0], found[1], None)
+    return BUILTINS.get(name, UNKNOWN)
+
+
+def _attribute(it, obj, attr, line):
+    if isinstance(obj, SelfObj):
+        if attr == "config":
+            return obj.config
+        if attr.startswith(("num_", "n_")):  # a count of optional extras (fused shared experts): off
+            it.assumed_false.add(line)
+            return 0
+        return ("method", obj, attr)
+    if isinstance(obj, Config):
+        return obj.get(attr)
+    return ("method", obj, attr)  # resolved when called; any other use is unknown
+
+
+def _subscript(it, e, env, mod, cls, depth):
+    obj = eval_expr(it, e.value, env, mod, cls, depth)
+    key = eval_expr(it, e.slice, env, mod, cls, depth)
+    if isinstance(obj, ParamsDict):
+        return it.lookup(key, e.lineno)
+    if isinstance(obj, Unknown) or isinstance(key, Unknown):
+        return UNKNOWN
+    try:
+        return obj[key]
+    except (TypeError, KeyError, IndexError):
+        return UNKNOWN
+
+
+def _call(it, e, env, mod, cls, depth):
+    func = e.func
+    fname = func.attr if isinstance(func, ast.Attribute) else (func.id if isinstance(func, ast.Name) else "")
+    args = [eval_expr(it, a, env, mod, cls, depth) for a in e.args if not isinstance(a, ast.Starred)]
+    kwargs = {k.arg: eval_expr(it, k.value, env, mod, cls, depth) for k in e.keywords if k.arg}
+    if fname == "named_parameters" or (fname == "dict" and args and isinstance(args[0], ParamsDict)):
+        return it.params
+    if fname in EXPERT_MAPPING_FUNCS:
+        return expert_params_mapping(**kwargs)
+    if fname in LOADER_CALLS or fname.endswith("weight_loader"):
+        it.trace.looked_up = it.trace.looked_up or isinstance(it.trace.target, str)
+        return None
+    target = eval_expr(it, func, env, mod, cls, depth)
+    if isinstance(target, Function):
+        return it.call_function(target, args, kwargs, depth)
+    if isinstance(target, tuple) and len(target) == 3 and target[0] == "method":
+        _, obj, attr = target
+        if isinstance(obj, SelfObj):
+            found = it.index.find_method(mod, obj.cls, attr) if cls else None
+            if found is not None:
+                return it.call_function(Function(found[0], found[1], obj.cls), [obj, *args], kwargs, depth)
+            return UNKNOWN
+        return call_method(obj, attr, args, kwargs)
+    if callable(target):
+        return target(*args, **kwargs)
+    return UNKNOWN
+
+
+def _compare(it, e, env, mod, cls, depth):
+    left = eval_expr(it, e.left, env, mod, cls, depth)
+    result = True
+    for op, right_node in zip(e.ops, e.comparators):
+        right = eval_expr(it, right_node, env, mod, cls, depth)
+        value = compare_op(op, left, right)
+        if isinstance(right, ParamsDict) and isinstance(value, bool):
+            it.trace.membership(left, right.has(left), e.lineno)
+        if isinstance(value, Unknown):
+            return UNKNOWN
+        result = result and value
+        left = right
+    return result
+
+
+def _boolop(it, e, env, mod, cls, depth):
+    is_and = isinstance(e.op, ast.And)
+    saw_unknown = False
+    for v in e.values:
+        value = eval_expr(it, v, env, mod, cls, depth)
+        if isinstance(value, Unknown):
+            saw_unknown = True
+            continue
+        if is_and and not value:
+            return value
+        if not is_and and value:
+            return value
+    return UNKNOWN if saw_unknown else (value if e.values else None)
+
+
+def _comprehension(it, e, env, mod, cls, depth):
+    if len(e.generators) != 1:
+        return UNKNOWN
+    gen = e.generators[0]
+    items = eval_expr(it, gen.iter, env, mod, cls, depth)
+    if isinstance(items, Unknown) or not isinstance(gen.target, ast.Name):
+        return UNKNOWN
+    out, local = [], dict(env)
+    for item in items:
+        local[gen.target.id] = item
+        if all(it.truth(c, local, mod, cls, depth) for c in gen.ifs):
+            out.append(eval_expr(it, e.elt, local, mod, cls, depth))
+    return out
