@@ -26,7 +26,9 @@ from tools.weights import (
     load_expected,
 )
 from tools.weights.compare import EXAMPLES_PER_GROUP
+from tools.weights.framework_check import FrameworkCheck, check_framework
 from tools.weights.loader_source import find_loader_sites
+from tools.weights.meta_answer import META_MODEL, run_meta_model
 
 
 def _mappings(model_file: Path | None) -> tuple[list[tuple[str, str]], list[str]]:
@@ -111,11 +113,19 @@ def weights(
     model_file: Path | None = typer.Option(None, "--model-file", help="Model file whose load_weights "
                                            "stacked mapping (q/k/v -> qkv) the remap suggestion uses."),
     names_only: bool = typer.Option(False, "--names-only", help="Read the index only (no shapes)."),
+    framework_python: str = typer.Option("python3", "--framework-python", envvar="ROCPORT_FRAMEWORK_PYTHON",
+                                         help="Python of a venv with torch and the framework from PyPI, for "
+                                         "profiles that build the model class on the meta device."),
     as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
 ) -> None:
     """Read tensor names/dtypes/shapes from safetensors headers and compare with expected params."""
     try:
         ckpt = load_checkpoint(checkpoint, shapes=not names_only)
+        prof = load_profile(profile) if profile and not expected else None
+        if prof is not None and prof.meta_params and not prof.expected_params:
+            answer = run_meta_model(framework_python, prof.meta_params, checkpoint)
+            _framework_report(check_framework(repo.resolve(), prof.model_loaders, ckpt, answer), as_json)
+            return
         want = load_expected(expected) if expected else None
         if want is None and profile:
             want = _expected_from_profile(profile, repo, checkpoint)
@@ -139,3 +149,41 @@ def weights(
             _print_report(console, report, suggestion)
     if report is not None and not report.ok:
         raise typer.Exit(1)
+
+
+def _framework_report(result: FrameworkCheck, as_json: bool) -> None:
+    """Print the real-framework check; exit 1 when a tensor would be dropped or a param left unloaded."""
+    if as_json:
+        typer.echo(json.dumps(_framework_dict(result), indent=1))
+    else:
+        console = Console()
+        console.print(f"expected names: {result.source}")
+        if result.blocked:
+            console.print(f"  blocked: {result.blocked.get('error')} at {result.blocked.get('where')}")
+        for m in result.models:
+            head = f"{m.cls} ({m.file}): {m.loaded} params loaded" + (f" of {m.expected}" if m.expected else "")
+            console.print(f"[{'green' if not (m.problems or m.never_loaded) else 'red'}]{head}[/]")
+            for o in m.problems[:10]:
+                via = "; ".join(f"line {line}: {a} -> {b}" for line, a, b in o.rewrites)
+                console.print(f"  {o.status}: {o.name} -> {o.target} (line {o.line}; {via or 'no rename'})")
+            for n in m.never_loaded[:10]:
+                console.print(f"  never loaded: {n}")
+            for r in m.fix:
+                console.print(f"  fix: rename checkpoint prefix {r.checkpoint} -> {r.framework} at the top of the "
+                              f"load_weights loop")
+            if m.assumed_false:
+                console.print(f"  assumed off (run-time flags): lines {', '.join(map(str, m.assumed_false))}")
+        for x in result.exclusion_misses:
+            console.print(f"[red]exclusion {x.entry!r} keeps {x.checkpoint_module} unquantized, but the framework "
+                          f"checks {x.framework_prefix}[/]: add it to the list, or rename the list like the loader")
+    if not result.ok:
+        raise typer.Exit(1)
+
+
+def _framework_dict(result: FrameworkCheck) -> dict:
+    return {"source": result.source, "blocked": result.blocked, "ok": result.ok,
+            "models": [{"class": m.cls, "file": m.file, "expected": m.expected, "loaded": m.loaded,
+                        "problems": [vars(o) for o in m.problems], "never_loaded": m.never_loaded,
+                        "assumed_false": m.assumed_false, "loop_file": m.loop_file, "loop_class": m.loop_class,
+                        "fix": [[r.checkpoint, r.framework] for r in m.fix]} for m in result.models],
+            "exclusion_misses": [vars(x) for x in result.exclusion_misses], "meta_model": str(META_MODEL)}

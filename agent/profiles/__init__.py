@@ -83,6 +83,9 @@ class Profile(BaseModel):
     launch: LaunchSpec
     expected_params: str | None = None
     """Command template with {model_path}: prints the framework's expected parameter names as JSON."""
+    meta_params: str | None = None
+    """Framework package (sglang, vllm) whose model class `rocport weights` builds on the meta device in a
+    framework venv (tools/weights/meta_model.py), then replays the real load_weights on the checkpoint."""
     load_check: str | None = None
     """Command template with {model_path}: loads the checkpoint into the model without serving
     (exit 0 = loads; otherwise its traceback is diagnosed). The cheap check before a server launch."""

@@ -70,6 +70,22 @@ def build_tensors(config: dict, mtp_shared_prefix: str | None = None) -> dict[st
     return t
 
 
+def quantize_fp8(tensors: dict, keep: list[str], block: int = 128) -> dict:
+    """Block-FP8 layout (DeepSeek/GLM-FP8): every linear weight F8_E4M3 with an F32 `weight_scale_inv`,
+    except modules whose name starts with an entry of `keep` (the checkpoint's exclusion list) and
+    embeddings, norms, router gates and the LM head."""
+    out = {}
+    for name, (dtype, shape) in tensors.items():
+        module = name.rsplit(".", 1)[0]
+        linear = name.endswith("_proj.weight") and len(shape) == 2
+        if not linear or any(module == k or module.startswith(k + ".") for k in keep):
+            out[name] = (dtype, shape)
+            continue
+        out[name] = ("F8_E4M3", shape)
+        out[module + ".weight_scale_inv"] = ("F32", [-(-shape[0] // block), -(-shape[1] // block)])
+    return out
+
+
 def write_checkpoint(root: Path, config: dict, tensors: dict, shards: int = 8) -> Path:
     """config.json, the index and `shards` safetensors files holding headers only."""
     root.mkdir(parents=True, exist_ok=True)

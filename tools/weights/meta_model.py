@@ -5,9 +5,10 @@ rocport's: it imports only the standard library, torch and the framework. Nothin
 stubbed: its parallel state is initialised for one process on the CPU (gloo), its config classes read
 the model's config.json, and its own meta-device construction path builds the model (no weight memory).
 
-    python meta_model.py --framework sglang --model-path DIR [--draft] > params.json
+    python meta_model.py --framework sglang --model-path DIR [--with-draft] > params.json
 
-Prints {"source": "model-class", "framework", "version", "class", "params": {name: {shape, dtype}}};
+Prints {"source": "model-class", "framework", "version", "class", "params": {name: {shape, dtype}}} (and
+"draft_class", "draft_params" with --with-draft);
 when construction fails it prints {"source": "blocked", "stage", "error", "where"} and exits 3, so the
 caller can say exactly what blocked it and fall back to the static loader simulation.
 """
@@ -34,24 +35,29 @@ def _params(model) -> dict[str, dict]:
             for name, p in model.named_parameters()}
 
 
-def sglang_model(model_path: str, draft: bool):
-    """sglang's own `_initialize_model` under `torch.device("meta")`, as its structural-signature path does."""
-    import torch
-    from sglang.srt.configs.load_config import LoadConfig
-    from sglang.srt.configs.model_config import ModelConfig
+def sglang_setup(model_path: str) -> None:
+    """Publish sglang's server args and build its process groups for one CPU process (gloo)."""
     from sglang.srt.distributed.bootstrap import _init_parallel_groups
-    from sglang.srt.model_loader.loader import _get_quantization_config, _initialize_model
-    from sglang.srt.model_loader.utils import set_default_torch_dtype
     from sglang.srt.runtime_context import SpawnRanks, publish
     from sglang.srt.server_args import ServerArgs
-
 
     args = ServerArgs(model_path=model_path, device="cpu", tp_size=1, load_format="dummy",
                       skip_tokenizer_init=True, trust_remote_code=True)
     publish(args, role="scheduler", ranks=SpawnRanks(world_rank=0, dp_rank=None, gpu_id=None))
     _init_parallel_groups(backend="gloo", dist_init_method=f"tcp://127.0.0.1:{_free_port()}",
                           server_args=args, gpu_id=0)
-    config = ModelConfig.from_server_args(args, is_draft_model=draft)
+    sglang_setup.args = args
+
+
+def sglang_model(model_path: str, draft: bool):
+    """sglang's own `_initialize_model` under `torch.device("meta")`, as its structural-signature path does."""
+    import torch
+    from sglang.srt.configs.load_config import LoadConfig
+    from sglang.srt.configs.model_config import ModelConfig
+    from sglang.srt.model_loader.loader import _get_quantization_config, _initialize_model
+    from sglang.srt.model_loader.utils import set_default_torch_dtype
+
+    config = ModelConfig.from_server_args(sglang_setup.args, is_draft_model=draft)
     load = LoadConfig(load_format="dummy")
     quant = _get_quantization_config(config, load)
     with set_default_torch_dtype(config.dtype), torch.device("meta"):
@@ -96,25 +102,36 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--framework", choices=("sglang", "vllm"), required=True)
     parser.add_argument("--model-path", required=True, help="Directory holding config.json.")
-    parser.add_argument("--draft", action="store_true", help="Build the nextn/MTP draft model class.")
+    parser.add_argument("--with-draft", action="store_true", help="Also build the nextn/MTP draft model class.")
     args = parser.parse_args(argv)
     # frameworks log to stdout; keep stdout for the one JSON answer, everything else goes to stderr
     answer = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    stage = "import"
+    path = os.path.abspath(args.model_path)
+    out: dict = {"framework": args.framework}
     try:
+        from importlib.metadata import version
+        out["version"] = version(args.framework)
+        if args.framework == "sglang":
+            sglang_setup(path)
         build = sglang_model if args.framework == "sglang" else vllm_model
-        stage = "construct"
-        model = build(os.path.abspath(args.model_path), args.draft)
-    except Exception as exc:  # any failure is the answer: it names what blocked construction
+        model = build(path, False)
+    except Exception as exc:  # noqa: BLE001 - any failure is the answer: it names what blocked construction
         traceback.print_exc(file=sys.stderr)
-        print(json.dumps({"source": "blocked", "framework": args.framework, "stage": stage,
-                          "error": f"{type(exc).__name__}: {exc}"[:500], "where": _where(exc)}), file=answer)
+        out.update(source="blocked", error=f"{type(exc).__name__}: {exc}"[:500], where=_where(exc))
+        print(json.dumps(out), file=answer)
         return BLOCKED_EXIT
-    from importlib.metadata import version
-    print(json.dumps({"source": "model-class", "framework": args.framework, "version": version(args.framework),
-                      "class": type(model).__name__, "draft": args.draft, "params": _params(model)}), file=answer)
+    out.update(source="model-class", **{"class": type(model).__name__}, params=_params(model))
+    del model
+    if args.with_draft:
+        try:
+            draft = build(path, True)
+            out.update(draft_class=type(draft).__name__, draft_params=_params(draft))
+        except Exception as exc:  # noqa: BLE001 - the draft class may be blocked where the target is not
+            traceback.print_exc(file=sys.stderr)
+            out["draft_blocked"] = {"error": f"{type(exc).__name__}: {exc}"[:500], "where": _where(exc)}
+    print(json.dumps(out), file=answer)
     return 0
 
 

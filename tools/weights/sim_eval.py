@@ -12,8 +12,19 @@ from pathlib import Path
 
 from tools.weights.sim_expr import eval_expr
 from tools.weights.sim_values import (
-    BUILTINS, Config, Function, ParamsDict, SelfObj, SimError, Trace, Unknown, UNKNOWN, binop, call_method,
-    compare_op, expert_params_mapping,
+    BUILTINS,
+    UNKNOWN,
+    Config,
+    Function,
+    ParamsDict,
+    SelfObj,
+    SimError,
+    Trace,
+    Unknown,
+    binop,
+    call_method,
+    compare_op,
+    expert_params_mapping,
 )
 
 __all__ = ["Interp", "ModuleIndex", "SimError", "Unknown"]
@@ -118,6 +129,8 @@ class LoopState:
     env: dict
     name_var: str
     cls: str
+    loop_class: str = ""
+    """The class whose load_weights body holds the loop (the model class itself or a base)."""
 
 
 class Interp:
@@ -136,7 +149,7 @@ class Interp:
         env = self._bind(func, [SelfObj(self.config, cls), "<weights>"], kwargs or {}, mod)
         for stmt in func.body:
             if isinstance(stmt, ast.For) and _iterates_weights(stmt):
-                return LoopState(mod, stmt, env, _name_target(stmt), cls)
+                return LoopState(mod, stmt, env, _name_target(stmt), cls, self.index.class_of(mod, func) or cls)
             delegated = self._delegation(stmt, mod, cls, env)
             if delegated is not None:
                 return delegated
@@ -337,4 +350,4 @@ def _target_names(target) -> list[str]:
 
 
 # re-exported for callers that only need the value helpers
-__all__ += ["expert_params_mapping", "call_method", "compare_op", "BUILTINS"]
+__all__ += ["BUILTINS", "call_method", "compare_op", "expert_params_mapping"]

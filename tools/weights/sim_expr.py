@@ -4,7 +4,17 @@ from __future__ import annotations
 import ast
 
 from tools.weights.sim_values import (
-    BUILTINS, UNKNOWN, Config, Function, ParamsDict, SelfObj, Unknown, binop, call_method, compare_op,
+    BUILTINS,
+    UNKNOWN,
+    BoundAttr,
+    Config,
+    Function,
+    ParamsDict,
+    SelfObj,
+    Unknown,
+    binop,
+    call_method,
+    compare_op,
     expert_params_mapping,
 )
 
@@ -53,6 +63,9 @@ def eval_expr(it, e, env, mod, cls, depth=0):
     if kind is ast.IfExp:
         branch = e.body if it.truth(e.test, env, mod, cls, depth) else e.orelse
         return eval_expr(it, branch, env, mod, cls, depth)
+    if kind is ast.Slice:
+        parts = [eval_expr(it, x, env, mod, cls, depth) if x is not None else None for x in (e.lower, e.upper, e.step)]
+        return UNKNOWN if any(isinstance(p, Unknown) for p in parts) else slice(*parts)
     if kind in (ast.ListComp, ast.GeneratorExp):
         return _comprehension(it, e, env, mod, cls, depth)
     return UNKNOWN
@@ -78,10 +91,10 @@ def _attribute(it, obj, attr, line):
         if attr.startswith(("num_", "n_")):  # a count of optional extras (fused shared experts): off
             it.assumed_false.add(line)
             return 0
-        return ("method", obj, attr)
+        return BoundAttr(obj, attr)
     if isinstance(obj, Config):
         return obj.get(attr)
-    return ("method", obj, attr)  # resolved when called; any other use is unknown
+    return BoundAttr(obj, attr)  # resolved when called; any other use is unknown
 
 
 def _subscript(it, e, env, mod, cls, depth):
@@ -112,8 +125,8 @@ def _call(it, e, env, mod, cls, depth):
     target = eval_expr(it, func, env, mod, cls, depth)
     if isinstance(target, Function):
         return it.call_function(target, args, kwargs, depth)
-    if isinstance(target, tuple) and len(target) == 3 and target[0] == "method":
-        _, obj, attr = target
+    if isinstance(target, BoundAttr):
+        obj, attr = target.obj, target.attr
         if isinstance(obj, SelfObj):
             found = it.index.find_method(mod, obj.cls, attr) if cls else None
             if found is not None:

@@ -15,7 +15,9 @@ class Unknown:
 
     _instance = None
 
-    def __new__(cls):
+    def __new__(cls, *args):
+        if cls is not Unknown:
+            return super().__new__(cls)
         if cls._instance is None:
             cls._instance = super().__new__(cls)
         return cls._instance
@@ -25,6 +27,13 @@ class Unknown:
 
 
 UNKNOWN = Unknown()
+
+
+class BoundAttr(Unknown):
+    """`obj.attr` not yet called: a method when called, otherwise a value known only at run time."""
+
+    def __init__(self, obj, attr: str):
+        self.obj, self.attr = obj, attr
 
 
 class Config:
