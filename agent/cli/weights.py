@@ -163,6 +163,8 @@ def _framework_report(result: FrameworkCheck, as_json: bool) -> None:
         for m in result.models:
             head = f"{m.cls} ({m.file}): {m.loaded} params loaded" + (f" of {m.expected}" if m.expected else "")
             console.print(f"[{'green' if not (m.problems or m.never_loaded) else 'red'}]{head}[/]")
+            if m.error:
+                console.print(f"  cannot replay: {m.error}")
             for o in m.problems[:10]:
                 via = "; ".join(f"line {line}: {a} -> {b}" for line, a, b in o.rewrites)
                 console.print(f"  {o.status}: {o.name} -> {o.target} (line {o.line}; {via or 'no rename'})")
@@ -185,5 +187,5 @@ def _framework_dict(result: FrameworkCheck) -> dict:
             "models": [{"class": m.cls, "file": m.file, "expected": m.expected, "loaded": m.loaded,
                         "problems": [vars(o) for o in m.problems], "never_loaded": m.never_loaded,
                         "assumed_false": m.assumed_false, "loop_file": m.loop_file, "loop_class": m.loop_class,
-                        "fix": [[r.checkpoint, r.framework] for r in m.fix]} for m in result.models],
+                        "fix": [[r.checkpoint, r.framework] for r in m.fix], "error": m.error} for m in result.models],
             "exclusion_misses": [vars(x) for x in result.exclusion_misses], "meta_model": str(META_MODEL)}

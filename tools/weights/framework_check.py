@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tools.weights.checkpoint import Checkpoint
 from tools.weights.exclusions import ExclusionMiss, exclusion_misses, read_exclusions
-from tools.weights.load_sim import LoaderSim, LoadOutcome, loader_class_for
+from tools.weights.load_sim import LoaderSim, LoadOutcome, SimError, loader_class_for
 from tools.weights.remap import PrefixRule, apply_rules
 
 # The draft head takes the token embedding and LM head from the target model (sglang set_embed_and_head,
@@ -40,6 +40,8 @@ class ModelCheck:
     """The file and class whose load_weights holds the `for name, ... in weights:` loop (a nextn class
     often delegates to its base): where a fix goes."""
     loop_class: str = ""
+    error: str | None = None
+    """Why load_weights could not be replayed (then nothing else here is known)."""
 
 
 @dataclass
@@ -52,7 +54,8 @@ class FrameworkCheck:
 
     @property
     def ok(self) -> bool:
-        return not (self.exclusion_misses or any(m.problems or m.never_loaded for m in self.models))
+        return bool(self.models) and not (self.exclusion_misses or any(m.problems or m.never_loaded or m.error
+                                                                         for m in self.models))
 
 
 def find_model_file(repo: Path, globs: list[str], cls: str) -> Path | None:
@@ -152,7 +155,10 @@ def check_framework(repo: Path, globs: list[str], ckpt: Checkpoint, answer: dict
         if cls is None:
             continue
         params = None if blocked else (answer.get("draft_params") if draft else answer.get("params"))
-        models.append(check_model(repo, file, cls, ckpt, params, draft))
+        try:
+            models.append(check_model(repo, file, cls, ckpt, params, draft))
+        except SimError as exc:
+            models.append(ModelCheck(cls, str(file.relative_to(repo)), None, 0, error=str(exc)))
     excl = read_exclusions(ckpt.root, ckpt.config)
     misses: list[ExclusionMiss] = []
     if excl is not None:

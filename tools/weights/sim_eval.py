@@ -162,6 +162,11 @@ class Interp:
         if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
                 and call.func.attr == "load_weights"):
             return None
+        owner = call.func.value
+        if not (isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super"):
+            raise SimError(f"{mod.path}:{stmt.lineno}: load_weights hands the names to "
+                           f"`{ast.unparse(call.func)}` (per-module dispatch over the built model tree, as vLLM's "
+                           f"AutoWeightsLoader does); a static replay needs the model class built")
         kwargs = {k.arg: self.eval(k.value, env, mod, cls) for k in call.keywords if k.arg}
         found = self.index.find_method(mod, cls, "load_weights", skip_first=True)
         if found is None:
