@@ -9,14 +9,13 @@ real safetensors headers and no tensor data, then prints how long each step take
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import struct
 import tempfile
 import time
 from pathlib import Path
 
+from evals.weights_real.checkpoints import write_checkpoint as write_header_checkpoint
 from tools.weights import compare, derive_remap, load_checkpoint
 
 HIDDEN, MOE_INTER, BLOCK = 7168, 2048, 128
@@ -58,29 +57,9 @@ def build_tensors(layers: int, experts: int) -> dict[str, tuple[str, list[int]]]
 
 
 def write_checkpoint(root: Path, tensors: dict[str, tuple[str, list[int]]], shards: int, layers: int) -> None:
-    """Shards with real headers and sparse data sections (no tensor bytes written), and the index."""
-    names = list(tensors)
-    per = -(-len(names) // shards)
-    weight_map = {}
-    for s in range(shards):
-        fname = f"model-{s + 1:05d}-of-{shards:05d}.safetensors"
-        header, offset = {"__metadata__": {"format": "pt"}}, 0
-        for name in names[s * per:(s + 1) * per]:
-            dtype, shape = tensors[name]
-            size = 1
-            for d in shape:
-                size *= d
-            size *= {"BF16": 2, "F32": 4, "F8_E4M3": 1}[dtype]
-            header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + size]}
-            offset += size
-            weight_map[name] = fname
-        raw = json.dumps(header).encode()
-        with (root / fname).open("wb") as fh:
-            fh.write(struct.pack("<Q", len(raw)) + raw)
-            fh.truncate(8 + len(raw) + offset)  # sparse: the data extents are real, the bytes never written
-    (root / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
-    (root / "config.json").write_text(json.dumps({"architectures": ["DeepseekV3ForCausalLM"],
-                                                  "num_hidden_layers": layers}))
+    """Shards with real headers (data offsets included, tensor bytes omitted) and the index."""
+    write_header_checkpoint(root, {"architectures": ["DeepseekV3ForCausalLM"], "num_hidden_layers": layers},
+                            tensors, shards)
 
 
 def framework_params(tensors: dict, layers: int) -> dict[str, dict]:

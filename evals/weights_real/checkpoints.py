@@ -2,8 +2,9 @@
 
 Names and shapes follow each model's published config.json and its Hugging Face checkpoint layout
 (GLM-4.5: `model.layers.<N>.*` for the MTP head at N = num_hidden_layers, with enorm/hnorm/eh_proj/
-shared_head; Qwen3-MoE: no shared experts, no MTP). Shards hold real safetensors headers and no
-tensor bytes, so a 92-layer, 160-expert checkpoint is a few megabytes.
+shared_head; Qwen3-MoE: no shared experts, no MTP). Shards hold real safetensors headers and a sparse
+data region of the declared size (no bytes written), so a 92-layer, 160-expert checkpoint takes a few
+megabytes of disk.
 """
 from __future__ import annotations
 
@@ -104,7 +105,9 @@ def write_checkpoint(root: Path, config: dict, tensors: dict, shards: int = 8) -
             offset += size
             weight_map[name] = fname
         raw = json.dumps(header).encode()
-        (root / fname).write_bytes(struct.pack("<Q", len(raw)) + raw)
+        with (root / fname).open("wb") as fh:
+            fh.write(struct.pack("<Q", len(raw)) + raw)
+            fh.truncate(8 + len(raw) + offset)  # sparse: the declared data extent, no bytes on disk
     (root / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
     (root / "config.json").write_text(json.dumps(config, indent=1))
     return root
