@@ -26,7 +26,7 @@ from tools.weights import (
     load_expected,
 )
 from tools.weights.compare import EXAMPLES_PER_GROUP
-from tools.weights.framework_check import FrameworkCheck, check_framework
+from tools.weights.framework_check import FrameworkCheck, check_framework, find_model_file
 from tools.weights.loader_source import find_loader_sites
 from tools.weights.meta_answer import META_MODEL, run_meta_model
 
@@ -123,6 +123,7 @@ def weights(
         ckpt = load_checkpoint(checkpoint, shapes=not names_only)
         prof = load_profile(profile) if profile and not expected else None
         if prof is not None and prof.meta_params and not prof.expected_params:
+            _require_model_file(repo, prof.model_loaders, ckpt)
             answer = run_meta_model(framework_python, prof.meta_params, checkpoint)
             _framework_report(check_framework(repo.resolve(), prof.model_loaders, ckpt, answer), as_json)
             return
@@ -149,6 +150,16 @@ def weights(
             _print_report(console, report, suggestion)
     if report is not None and not report.ok:
         raise typer.Exit(1)
+
+
+def _require_model_file(repo: Path, globs: list[str], ckpt: Checkpoint) -> None:
+    """Fail fast (before the model class is built) when the checkout has no file for the architecture."""
+    archs = [a for a in ckpt.config.get("architectures") or [] if isinstance(a, str)]
+    if not archs:
+        raise fail(f"{ckpt.root}/config.json names no architectures; the framework check needs the model class")
+    if not any(find_model_file(repo, globs, a) for a in archs):
+        raise fail(f"{repo}: no file matching {', '.join(globs)} defines {' or '.join(archs)}; "
+                   f"pass --repo with a checkout of the framework")
 
 
 def _framework_report(result: FrameworkCheck, as_json: bool) -> None:

@@ -199,3 +199,20 @@ def test_an_exclusion_list_in_checkpoint_names_misses_the_module_the_framework_c
     misses = exclusion_misses(excl, renamed, [("gate_up_proj", "gate_proj")])
     assert [(m.checkpoint_module, m.framework_prefix) for m in misses] == [
         ("model.layers.2.mlp.shared_experts.gate_proj", "model.decoder.mlp.shared_experts.gate_proj")]
+
+
+def test_cli_without_a_framework_checkout_fails_in_one_line_before_building_anything(tmp_path: Path):
+    import subprocess
+    import sys
+
+    from evals.weights_real.checkpoints import write_checkpoint
+
+    ckpt = write_checkpoint(tmp_path / "ckpt", {"architectures": ["Glm4MoeForCausalLM"], "num_hidden_layers": 1},
+                            {"model.norm.weight": ("BF16", [8])}, shards=1)
+    proc = subprocess.run([sys.executable, "-m", "agent.cli", "weights", str(ckpt), "--profile", "sglang",
+                           "--repo", str(tmp_path), "--framework-python", "/nonexistent/python"],
+                          capture_output=True, text=True, check=False, timeout=120)
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines() == [
+        f"rocport: error: {tmp_path}: no file matching python/sglang/srt/models/*.py defines Glm4MoeForCausalLM; "
+        f"pass --repo with a checkout of the framework"]
