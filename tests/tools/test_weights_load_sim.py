@@ -214,5 +214,5 @@ def test_cli_without_a_framework_checkout_fails_in_one_line_before_building_anyt
                           capture_output=True, text=True, check=False, timeout=120)
     assert proc.returncode != 0
     assert proc.stderr.strip().splitlines() == [
-        f"rocport: error: {tmp_path}: no file matching python/sglang/srt/models/*.py defines Glm4MoeForCausalLM; "
-        f"pass --repo with a checkout of the framework"]
+        (f"rocport: error: {tmp_path}: no file matching python/sglang/srt/models/*.py defines Glm4MoeForCausalLM; "
+         f"pass --repo with a checkout of the framework")]
