@@ -76,8 +76,10 @@ class RichProgress:
     """Phase, iteration, failures, patches, builds, launches, tokens and elapsed time, kept live."""
 
     def __init__(self, console: Console | None = None, *, heartbeat_s: float = HEARTBEAT_S, title: str = "",
-                 events: bool | None = None):
+                 events: bool | None = None, counters: bool = True):
         self.console = console or Console(stderr=True)
+        self.counters = counters
+        """Show the port loop's counters; a sweep, an eval or a fix shows its phase and clocks only."""
         self.events = self.console.is_terminal if events is None else events
         """Print a line per notable event; off in logs by default, where an error must stay one line."""
         self.title = title
@@ -122,6 +124,9 @@ class RichProgress:
     def _line(self) -> Text:
         s = self.status
         now = time.monotonic()
+        if not self.counters:
+            return Text(f"[{s['phase']}] {clock(now - self.phase_started)}  total {clock(now - self.started)}",
+                        style="bold cyan")
         return Text(f"[{s['phase']}] {clock(now - self.phase_started)}  iter {s['iteration']}  "
                     f"failures open {s['open']} fixed {s['fixed']}  patches kept {s['kept']} "
                     f"reverted {s['reverted']}  builds {s['builds']}  launches {s['launches']}  "

@@ -65,7 +65,7 @@ def eval_(
     typer.echo(f"{len(chosen)} task(s) x {len(strategy)} strategy(ies), {jobs} at a time; work dir {root}")
     from agent.progress import RichProgress
 
-    with RichProgress(output_console(stderr=True), title="eval", events=False) as progress:
+    with RichProgress(output_console(stderr=True), title="eval", events=False, counters=False) as progress:
         progress({"event": "phase", "phase": f"{len(chosen) * len(strategy)} port(s)"})
         runs = run_eval(chosen, list(strategy), root, jobs=jobs)
     console = output_console()

@@ -76,7 +76,7 @@ def _fix_on_branch(repo: Path, ws, failures: list, image: str, arch: str, prof) 
     try:
         branch = start_branch(repo)
         tools = _toolchains(repo, image, arch, prof)
-        with RichProgress(output_console(stderr=True), title="fix", events=False) as progress:
+        with RichProgress(output_console(stderr=True), title="fix", events=False, counters=False) as progress:
             progress({"event": "phase", "phase": f"fix {len(failures)} failure(s) with unit compiles"})
             return fix_failures(ws, failures, Validator(repo, tools)), branch
     except BaseException as exc:  # whatever stopped it (Ctrl-C included), the checkout goes back

@@ -125,7 +125,7 @@ def run(
     cells = expand(spec)
     done = sum(store.has(c.key, night) for c in cells)
     typer.echo(f"{spec.name} night {night}: {len(cells)} cells, {done} already recorded, db {db}")
-    progress = RichProgress(output_console(stderr=True), title=f"sweep {spec.name}", events=False)
+    progress = RichProgress(output_console(stderr=True), title=f"sweep {spec.name}", events=False, counters=False)
     count = {"done": done}
 
     def show(result) -> None:

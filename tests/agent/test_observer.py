@@ -68,3 +68,16 @@ def test_without_a_terminal_a_heartbeat_line_says_the_run_is_alive(tmp_path):
     beats = [ln for ln in log.getvalue().splitlines() if ln.startswith("… demo [build]")]
     assert len(beats) >= 2
     assert all(ln.endswith("--and-a-long-tail") for ln in beats)  # never cut mid-command in a log
+
+
+def test_a_sweep_heartbeat_carries_its_phase_and_clocks_without_the_port_counters():
+    import time
+
+    log = io.StringIO()
+    progress = RichProgress(Console(file=log, width=80, force_terminal=False), heartbeat_s=0.2, title="sweep nightly",
+                            counters=False)
+    with progress:
+        progress({"event": "phase", "phase": "1/4 cells"})
+        time.sleep(0.5)
+    beats = log.getvalue().splitlines()
+    assert beats and all(ln.startswith("… sweep nightly [1/4 cells] 0s  total 0s") for ln in beats)
