@@ -26,6 +26,12 @@ def split_key(key: str) -> tuple[str, str, str, str]:
     return parts[0], parts[1], parts[2], parts[3]
 
 
+def _short(key: str) -> str:
+    """`v0.1 tiny-moe/mi300x`: enough of a cell key to tell the points of one plot apart."""
+    head, model, target, _ = split_key(key)
+    return f"{head.split('@', 1)[-1]} {model}/{target}"
+
+
 def _run_links(r: CellResult) -> str:
     from agent.rundir import rocport_home
 
@@ -113,7 +119,7 @@ def dashboard_html(results: list[CellResult], title: str, history_nights: int = 
         trend = sparkline_svg([grid[key, n].output_tok_s if (key, n) in grid else None for n in nights], nights)
         rows.append(f"<tr><th><code>{esc(key)}</code></th>{cells}<td>{trend}</td></tr>")
     latest = nights[-1] if nights else ""
-    points = [("/".join(split_key(r.cell_key)[1:3]), float(r.bench["median_tpot_ms"]), r.output_tok_s) for r in results
+    points = [(_short(r.cell_key), float(r.bench["median_tpot_ms"]), r.output_tok_s) for r in results
               if r.night == latest and r.output_tok_s and (r.bench or {}).get("median_tpot_ms") is not None]
     reg_rows = "".join(f"<tr><td><code>{esc(g.cell_key)}</code></td><td>{esc(g.what)}</td><td>{esc(g.night)}</td>"
                        f"<td>{esc(g.detail)}</td></tr>" for g in regs) or '<tr><td colspan="4">None</td></tr>'
