@@ -6,6 +6,8 @@ port cost: full builds, per-unit compiles, server launches, LLM tokens and wall 
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import json
 import os
 import subprocess
@@ -130,16 +132,20 @@ def run_task(task: Task, strategy: str, workroot: Path, *, model: Any = None,
 
 
 def run_eval(tasks: list[Task], strategies: list[str], workroot: Path, *, jobs: int = 1,
-             model: Any = None) -> list[TaskRun]:
-    """Every task under every strategy, `jobs` at a time; a task that crashes is scored unresolved."""
+             model: Any = None, on_result: Callable[[TaskRun], None] | None = None) -> list[TaskRun]:
+    """Every task under every strategy, `jobs` at a time; a task that crashes is scored unresolved.
+    `on_result` hears of each finished task (the CLI's `[k/N]` lines)."""
 
     def one(pair: tuple[Task, str]) -> TaskRun:
         task, strategy = pair
         try:
-            return run_task(task, strategy, workroot, model=model)
+            run = run_task(task, strategy, workroot, model=model)
         except Exception as exc:  # one task's crash must not end the eval; it is a result
-            return TaskRun(task=task.name, strategy=strategy, resolved=False,
-                           reason=f"rocport error: {type(exc).__name__}: {str(exc)[:200]}")
+            run = TaskRun(task=task.name, strategy=strategy, resolved=False,
+                          reason=f"rocport error: {type(exc).__name__}: {str(exc)[:200]}")
+        if on_result is not None:
+            on_result(run)
+        return run
 
     pairs = [(t, s) for s in strategies for t in tasks]
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 
@@ -65,9 +66,20 @@ def eval_(
     typer.echo(f"{len(chosen)} task(s) x {len(strategy)} strategy(ies), {jobs} at a time; work dir {root}")
     from agent.progress import RichProgress
 
-    with RichProgress(output_console(stderr=True), title="eval", events=False, counters=False) as progress:
-        progress({"event": "phase", "phase": f"{len(chosen) * len(strategy)} port(s)"})
-        runs = run_eval(chosen, list(strategy), root, jobs=jobs)
+    total, done, lock = len(chosen) * len(strategy), [0], threading.Lock()
+    progress = RichProgress(output_console(stderr=True), title="eval", events=False, counters=False)
+
+    def show(run) -> None:
+        with lock:
+            done[0] += 1
+            progress.console.print(f"[{done[0]}/{total}] {'resolved' if run.resolved else 'NOT resolved':12s} "
+                                   f"{run.task} ({run.strategy}): builds {run.builds}, launches {run.launches}, "
+                                   f"{run.wall_s:.0f}s", markup=False, highlight=False, soft_wrap=True)
+            progress({"event": "phase", "phase": f"{done[0]}/{total} ports"})
+
+    with progress:
+        progress({"event": "phase", "phase": f"0/{total} ports"})
+        runs = run_eval(chosen, list(strategy), root, jobs=jobs, on_result=show)
     console = output_console()
     console.print(_table(runs, "rocport eval"))
     summary = totals(runs)

@@ -25,6 +25,8 @@ def test_eval_resolves_two_rule_tasks(tmp_path, rocm_image, nvcc):
     assert runs["weight_name_mtp_shared_experts"]["builds"] == 1
     assert data["totals"]["rules"]["resolved"] == 2
     assert "cuda_header_activation" in proc.stdout and "totals" in proc.stdout
+    done = [ln for ln in proc.stderr.splitlines() if ln.startswith(("[1/2] ", "[2/2] "))]
+    assert len(done) == 2 and all("resolved" in ln and "NOT" not in ln for ln in done), proc.stderr[-2000:]
 
 
 def test_unknown_task_and_strategy_are_one_line_errors(tmp_path):
