@@ -40,3 +40,18 @@ class RunLock:
         if self._fd is not None:
             os.close(self._fd)  # closing the descriptor drops the flock
             self._fd = None
+
+
+def is_driven(run_dir: Path) -> bool:
+    """Whether a live process holds the run's lock (a 'running' run that is not driven was killed)."""
+    try:
+        fd = os.open(run_dir / "lock", os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False

@@ -159,6 +159,16 @@ def port(
     raise typer.Exit(0 if result.status == "green" else 1)
 
 
+def _status(row) -> str:
+    """'running' only while a process drives the run; one whose process died says how to continue it."""
+    from agent.rundir import RunDir
+    from agent.runlock import is_driven
+
+    if row.status != "running" or is_driven(RunDir(row.run_id).path):
+        return row.status
+    return "killed (--resume)"
+
+
 @app.command()
 def runs(limit: int = typer.Option(20, min=1, metavar="N", help="How many recent runs to list."),
          fmt: Format = FORMAT_OPTION) -> None:
@@ -173,6 +183,6 @@ def runs(limit: int = typer.Option(20, min=1, metavar="N", help="How many recent
         typer.echo("no runs yet: start one with `rocport port -c job.yaml`")
         return
     print_listing(["run id", "framework", "status", "phase", "builds", "launches", "updated", "reason"],
-                  [[r.run_id, r.framework, r.status, r.phase or "", r.counters.get("builds", ""),
+                  [[r.run_id, r.framework, _status(r), r.phase or "", r.counters.get("builds", ""),
                     r.counters.get("launches", ""), time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.updated)),
                     r.reason or ""] for r in rows], fmt)

@@ -175,3 +175,6 @@ def test_a_second_resume_of_a_running_run_is_a_one_line_error_naming_the_holder(
         first.wait()
     assert second.returncode == 2 and second.stderr.count("\n") == 1, second.stderr
     assert second.stderr.startswith("rocport: error: ") and f"process {first.pid}" in second.stderr
+    listed = subprocess.run([*ROCPORT, "runs", "--format", "json"], check=False, capture_output=True, text=True,
+                            env=env, timeout=120)
+    assert [r["status"] for r in json.loads(listed.stdout)] == ["killed (--resume)"]
