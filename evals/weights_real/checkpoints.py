@@ -74,11 +74,12 @@ def build_tensors(config: dict, mtp_shared_prefix: str | None = None) -> dict[st
 def quantize_fp8(tensors: dict, keep: list[str], block: int = 128) -> dict:
     """Block-FP8 layout (DeepSeek/GLM-FP8): every linear weight F8_E4M3 with an F32 `weight_scale_inv`,
     except modules whose name starts with an entry of `keep` (the checkpoint's exclusion list) and
-    embeddings, norms, router gates and the LM head."""
+    embeddings, norms, router gates, the MTP head's eh_proj and the LM head."""
     out = {}
     for name, (dtype, shape) in tensors.items():
         module = name.rsplit(".", 1)[0]
-        linear = name.endswith("_proj.weight") and len(shape) == 2
+        # eh_proj of the MTP head is a plain Linear in sglang and vLLM: it stays bf16
+        linear = name.endswith("_proj.weight") and len(shape) == 2 and not name.endswith("eh_proj.weight")
         if not linear or any(module == k or module.startswith(k + ".") for k in keep):
             out[name] = (dtype, shape)
             continue
