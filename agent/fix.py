@@ -12,7 +12,9 @@ from tools.records import Failure, PatchOutcome, Proposal
 WHAT = {"headers": "Guard CUDA headers for ROCm", "cub": "Use hipCUB on ROCm", "cuda_std": "Use std traits on ROCm",
         "types": "Map CUDA low-precision types to HIP", "warp": "Route warp intrinsics through the compat header",
         "warp_size": "Derive warp-size literals from WARP_SIZE", "python_imports": "Guard CUDA-only import",
-        "weight_names": "Remap checkpoint weight names", "quant_exclusion": "Remap quantization exclusions"}
+        "weight_names": "Remap checkpoint weight names", "quant_exclusion": "Remap quantization exclusions",
+        "runtime_api": "Map CUDA runtime API names to HIP", "coop_groups": "Add cg::reduce for ROCm",
+        "ptx": "Rewrite inline PTX for ROCm", "implicit_runtime": "Include the HIP runtime on ROCm"}
 
 
 class FixError(ValueError):
@@ -29,6 +31,8 @@ class FixRecord:
     proposals: list[Proposal] = field(default_factory=list)
     outcomes: list[PatchOutcome] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
+    wave: int = 1
+    """The wave the failure was met in (1 = the log's; later ones were masked by fixed errors)."""
 
 
 def git(root: Path, *args: str) -> str:

@@ -25,6 +25,9 @@ CUDA_PREPROCESS = "nvcc -x cu -arch=sm_90 -E -I{dir} -I{root} {file}"
 C_FILES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".hip", ".h", ".hpp", ".hh", ".inl", ".c")
 # C/C++ tokens, string and char literals whole, so spacing and line markers do not matter.
 _TOKEN = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|\w+|[^\s\w]')
+# __LINE__/__COUNTER__ expand to where a macro is used: a guard added above a use would change them on CUDA
+# without changing what CUDA compiles, so the identity proof pins both (same flags before and after).
+NEUTRAL_POSITION = " -D__LINE__=0 -D__COUNTER__=0"
 _LINE_MARKER = re.compile(r"^\s*#\s*(?:line\s+)?\d+(?:\s.*)?$", re.MULTILINE)
 
 
@@ -41,6 +44,8 @@ class Toolchains:
     sources: list[str] | None = None
     timeout: float = 600
     extra_env: dict[str, str] = field(default_factory=dict)
+    python: str = "python3"
+    """The interpreter in the `hip` sandbox that imports touched Python modules (the build image's)."""
 
     def close(self) -> None:
         """Close the sandboxes (containers are removed)."""
@@ -81,7 +86,8 @@ def compile_hip_unit(tools: Toolchains, root: Path, rel: str) -> CommandResult:
                          timeout=tools.timeout)
 
 
-def _first_error(output: str) -> str:
+def first_error(output: str) -> str:
+    """The first compiler line that mentions an error (else the last line), cut to 300 characters."""
     for line in output.splitlines():
         if "error" in line:
             return line.strip()[:300]
@@ -122,10 +128,10 @@ class Validator:
     def _tokens(self, rel: str) -> list[str] | str:
         # -E output is megabytes: sandboxes cap captured output, so it goes through a host file.
         with tempfile.NamedTemporaryFile(prefix="rocport-pp-", suffix=".i") as tmp:
-            cmd = _fmt(self.tools.cuda_preprocess, self.root, rel, self.tools.arch)
+            cmd = _fmt(self.tools.cuda_preprocess, self.root, rel, self.tools.arch) + NEUTRAL_POSITION
             res = self.tools.cuda.run(f"{cmd} > {tmp.name}", timeout=self.tools.timeout)
             if not res.ok:
-                return f"nvcc -E failed: {_first_error(res.output)}"
+                return f"nvcc -E failed: {first_error(res.output)}"
             return cuda_tokens(Path(tmp.name).read_text(encoding="utf-8", errors="replace"))
 
     def _identity(self, before: dict, after: dict) -> list[CheckResult]:
@@ -136,19 +142,23 @@ class Validator:
             detail = "CUDA preprocessor output identical (tokens; line markers ignored)" if same else \
                 (old if isinstance(old, str) else new if isinstance(new, str) else
                  f"CUDA preprocessor output changed ({len(old)} -> {len(new or [])} tokens)")
-            cmd = _fmt(self.tools.cuda_preprocess, self.root, rel, self.tools.arch)
+            cmd = _fmt(self.tools.cuda_preprocess, self.root, rel, self.tools.arch) + NEUTRAL_POSITION
             checks.append(CheckResult(name=f"cuda -E identity {rel}", ok=same, detail=detail, cmd=cmd))
         return checks
 
-    def _python(self, files: list[str]) -> list[CheckResult]:
-        """Touched Python files must still compile (byte-compile on the host; nothing is imported)."""
+    def _python(self, files: list[str], diff: str) -> list[CheckResult]:
+        """Touched Python files must byte-compile, then import in the build sandbox (see agent.pycheck)."""
+        from agent.pycheck import import_check
+
         checks = []
         local = LocalSandbox(self.root)
         try:
             for rel in files:
                 res = local.run(f"{shlex.quote(sys.executable)} -m py_compile {shlex.quote(rel)}", timeout=60)
                 checks.append(_check(f"py_compile {rel}", res, res.ok,
-                                     "compiles" if res.ok else _first_error(res.output)))
+                                     "compiles" if res.ok else first_error(res.output)))
+                if res.ok:
+                    checks.append(import_check(self.tools.hip, self.tools.python, self.root, rel, diff))
         finally:
             local.close()
         return checks
@@ -163,11 +173,11 @@ class Validator:
                 checks.append(_check(f"hipcc {self.tools.arch} {rel}", res, True, "compiles"))
             elif gone:  # the targeted error is fixed; the unit has further, different errors
                 checks.append(_check(f"hipcc {self.tools.arch} {rel}", res, True,
-                                     f"targeted failure gone; unit still fails: {_first_error(res.output)}"))
+                                     f"targeted failure gone; unit still fails: {first_error(res.output)}"))
             else:
                 checks.append(_check(f"hipcc {self.tools.arch} {rel}", res, False,
                                      f"targeted failure still reported{' in ' + target if target else ''}: "
-                                     f"{_first_error(res.output)}"))
+                                     f"{first_error(res.output)}"))
         return checks
 
     def _nvcc(self, units: list[str], diff: str) -> list[CheckResult]:
@@ -184,7 +194,7 @@ class Validator:
             broke = before is None or before.ok
             checks.append(_check(f"nvcc {rel}", res, not broke,
                                  ("the patch breaks the CUDA build: " if broke else "failed before the patch too: ")
-                                 + _first_error(res.output)))
+                                 + first_error(res.output)))
         return checks
 
     def validate(self, proposal: Proposal, failure: Failure | None = None, keep: bool = True) -> PatchOutcome:
@@ -198,7 +208,7 @@ class Validator:
         checks: list[CheckResult] = []
         try:
             checks += self._identity(before, self.preprocess(list(before)))
-            checks += self._python([f for f in proposal.files if f.endswith(".py")])
+            checks += self._python([f for f in proposal.files if f.endswith(".py")], proposal.diff)
             checks += self._hip(units, failure)
             if self.tools.cuda is not None:
                 checks += self._nvcc(units, proposal.diff)

@@ -188,7 +188,9 @@ def evidence_lines(checks: Iterable[Any]) -> str:
     lines = []
     for c in checks:
         get = c.get if isinstance(c, dict) else lambda k, c=c: getattr(c, k, "")
-        lines.append(f"- [{'ok' if get('ok') else 'FAIL'}] {get('name')}: {get('detail')}")
+        # a unit whose targeted error is gone but which still fails is not proven: its verdict says so
+        verdict = ("still fails" if "unit still fails" in str(get("detail")) else "ok") if get("ok") else "FAIL"
+        lines.append(f"- [{verdict}] {get('name')}: {get('detail')}")
         if get("cmd"):
             lines.append(f"    $ {get('cmd')}")
     return "\n".join(lines)

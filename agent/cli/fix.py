@@ -55,18 +55,32 @@ def _print(records, console: Console, dry_run: bool) -> None:
                 console.print(f"[bold]{rec.failure.signature}[/] ({prop.proposer})\n{prop.rationale}")
                 # a source that is not UTF-8 gives a diff with its raw bytes escaped: shown replaced
                 console.out(prop.diff.encode("utf-8", "surrogateescape").decode("utf-8", "replace"), highlight=False)
-    table = Table("failure", "file", "result", "commit / reason")
+    table = Table("wave", "failure", "file", "result", "commit / reason")
     for rec in records:
         commit = next((o.commit[:10] for o in rec.outcomes if o.commit), "")
-        table.add_row(f"{rec.failure.kind} {rec.failure.symbol or ''}", rec.failure.file or "", rec.status,
-                      commit or "; ".join(rec.reasons)[:200])
+        table.add_row(str(rec.wave), f"{rec.failure.kind} {rec.failure.symbol or ''}", rec.failure.file or "",
+                      rec.status, commit or "; ".join(rec.reasons)[:200])
     console.print(table)
 
 
-def _fix_on_branch(repo: Path, ws, failures: list, image: str, arch: str, prof) -> tuple[list, str]:
-    """Validate and commit on a work branch; on any failure the user's own checkout is restored."""
-    from agent.fix import FixError, current_checkout, fix_failures, restore_checkout, start_branch
+def _print_units(units, console: Console) -> None:
+    """One row per translation unit: compiles, or still fails with its first error."""
+    if not units:
+        return
+    table = Table("unit", "ROCm build", "first error")
+    for u in units:
+        table.add_row(u.unit, "compiles" if u.compiles else "still fails", u.first_error[:160])
+    console.print(table)
+    failing = sum(not u.compiles for u in units)
+    console.print(f"{len(units) - failing}/{len(units)} unit(s) compile for ROCm"
+                  + (f"; {failing} still fail (their fixes are partial, not proven)" if failing else ""))
+
+
+def _fix_on_branch(repo: Path, ws, failures: list, image: str, arch: str, prof, python: str):
+    """Validate and commit in waves on a work branch; on any failure the user's own checkout is restored."""
+    from agent.fix import FixError, current_checkout, restore_checkout, start_branch
     from agent.validate import Validator
+    from agent.waves import run_waves
 
     try:
         original = current_checkout(repo)
@@ -78,7 +92,8 @@ def _fix_on_branch(repo: Path, ws, failures: list, image: str, arch: str, prof) 
         tools = _toolchains(repo, image, arch, prof)
         with RichProgress(output_console(stderr=True), title="fix", events=False, counters=False) as progress:
             progress({"event": "phase", "phase": f"fix {len(failures)} failure(s) with unit compiles"})
-            return fix_failures(ws, failures, Validator(repo, tools)), branch
+            tools.python = python
+            return run_waves(ws, failures, Validator(repo, tools)), branch
     except BaseException as exc:  # whatever stopped it (Ctrl-C included), the checkout goes back
         restore_checkout(repo, original, branch)
         if isinstance(exc, FixError):
@@ -100,6 +115,9 @@ def fix(
     arch: str | None = typer.Option(None, "--arch", help="ROCm target (default gfx942; gfx90a with --image local)."),
     image: str = typer.Option(DEFAULT_IMAGE, "--image", help="ROCm build image for hipcc, or 'local' for the host's."),
     profile: str | None = typer.Option(None, "--profile", help="Framework profile name or YAML path."),
+    python: str = typer.Option("python3", "--python",
+                               help="Interpreter (in the image, or on the host with --image local) that imports "
+                                    "touched Python modules to prove a Python fix."),
 ) -> None:
     """Propose rule fixes, validate each with hipcc + nvcc, commit each kept patch on rocport/fix-<sha>."""
     from agent.fix import fix_failures
@@ -125,7 +143,8 @@ def fix(
     if dry_run:
         _print(fix_failures(ws, failures, None, dry_run=True), console, True)
         return
-    records, branch = _fix_on_branch(repo, ws, failures, image, arch, prof)
-    _print(records, console, False)
-    kept = sum(r.status == "kept" for r in records)
+    session, branch = _fix_on_branch(repo, ws, failures, image, arch, prof, python)
+    _print(session.records, console, False)
+    _print_units(session.units, console)
+    kept = sum(r.status == "kept" for r in session.records)
     console.print(f"{kept} fix(es) committed on {branch}")

@@ -11,6 +11,8 @@ from agent.rules import warp  # noqa: F401
 from agent.rules import warp_size  # noqa: F401
 from agent.rules import python_imports  # noqa: F401
 from agent.rules import ptx  # noqa: F401
+from agent.rules import runtime_api  # noqa: F401
+from agent.rules import coop_groups  # noqa: F401
 from agent.rules import weight_names  # noqa: F401
 from agent.rules import quant_exclusion  # noqa: F401
 

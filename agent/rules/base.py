@@ -140,8 +140,13 @@ def file_diff(rel: str, old: str | None, new: str) -> str:
 
 
 def make_proposal(failure: Failure, family: str, edits: dict[str, tuple[str | None, str]],
-                  rationale: str) -> Proposal | None:
-    """A Proposal from {rel_path: (old_text_or_None, new_text)}; None when nothing changes."""
+                  rationale: str, ws: Workspace | None = None) -> Proposal | None:
+    """A Proposal from {rel_path: (old_text_or_None, new_text)}; None when nothing changes.
+
+    With the workspace, the changed C/C++ lines are formatted with the repo's .clang-format first."""
+    if ws is not None:
+        from agent.rules.style import clang_format
+        edits = {rel: (old, clang_format(ws.root, rel, old, new)) for rel, (old, new) in edits.items()}
     parts = [(rel, file_diff(rel, old, new)) for rel, (old, new) in sorted(edits.items())]
     parts = [(rel, d) for rel, d in parts if d]
     if not parts:

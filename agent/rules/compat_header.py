@@ -81,7 +81,7 @@ def find_compat(ws: Workspace, file: str) -> str | None:
     else a ROCm-guarded warp header named *compat*."""
     headers = [rel for rel in source_files(ws.root) if rel.endswith(HEADER_EXTS)]
     for rel in headers:
-        if _ANY_OURS.search(ws.read(rel) or ""):
+        if Path(rel).name == COMPAT_NAME or _ANY_OURS.search(ws.read(rel) or ""):
             return rel
     is_compat = [rel for rel in headers if _ROCM_GUARD.search(t := ws.read(rel) or "") and _SHUFFLE_OR_WARP.search(t)]
     included = include_graph(ws.root).get(file, set())
@@ -153,3 +153,19 @@ def already_included(ws: Workspace, file: str, compat: str) -> bool:
 def include_spelling(compat: str, file: str) -> str:
     """`#include "..."` path of the compat header as seen from `file` (relative to its directory)."""
     return os.path.relpath(compat, os.path.dirname(file) or ".").replace(os.sep, "/")
+
+
+def add_block(ws: Workspace, file: str, block_text: str | None) -> dict[str, tuple[str | None, str]]:
+    """Edits that put `block_text` into the compat header (the repo's own, else a new one) and make `file`
+    include it with its other includes; `block_text` None only adds the include."""
+    from agent.rules.warp import add_include  # warp imports this module
+
+    compat = find_compat(ws, file) or compat_location(ws, file)
+    old = ws.read(compat)
+    edits: dict[str, tuple[str | None, str]] = {}
+    if block_text:
+        edits[compat] = (old, _insert(old, block_text) if old is not None else NEW_HEADER.format(body=block_text))
+    if not already_included(ws, file, compat):
+        text = ws.read(file) or ""
+        edits[file] = (text, add_include(text, include_spelling(compat, file)))
+    return edits

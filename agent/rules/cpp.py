@@ -50,6 +50,14 @@ def branches(lines: list[str]) -> list[tuple[str, ...]]:
     return out
 
 
+def line_platforms(lines: list[str]) -> list[str]:
+    """Per line: 'both', 'rocm', 'cuda' or 'dead' — which builds compile it, from the shared source model
+    (tools.cpp evaluates the #if conditions; `__CUDA_ARCH__` branches are CUDA-only, not 'both')."""
+    from tools.cpp import line_platforms as evaluated
+
+    return evaluated("".join(ln if ln.endswith("\n") else ln + "\n" for ln in lines))
+
+
 def platform_of(stack: tuple[str, ...]) -> str:
     """'cuda', 'rocm' or 'both': which toolchains compile a line with this branch stack."""
     if "cuda" in stack:

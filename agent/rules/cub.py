@@ -4,9 +4,9 @@ from __future__ import annotations
 import re
 
 from agent.rules.base import Decline, Workspace, make_proposal, register
-from agent.rules.cpp import branches, include_of, platform_of
+from agent.rules.cpp import include_of
 from agent.rules.guard import guard_includes
-from agent.rules.headers import target_file, unguarded
+from agent.rules.headers import block_replacements, including_file
 from tools.records import Failure, Proposal
 
 CUB_ROCM = ["#include <hipcub/hipcub.hpp>", "namespace cub = hipcub;"]
@@ -46,14 +46,14 @@ class CubFixer:
             raise Decline(f"{header} is missing from the ROCm image (install hipcub/rocprim)", environment=True)
         if not header.startswith("cub/"):
             return None
-        rel = target_file(failure)
-        text = ws.read(rel)
-        if text is None or not unguarded(text, header):
+        rel = including_file(ws, failure, header)
+        if rel is None:
             return None
-        new = guard_includes(text, _cub_headers(text))
+        text = ws.read(rel) or ""
+        new = guard_includes(text, block_replacements(text))
         return make_proposal(failure, self.family, {rel: (text, new)},
                              f"{rel}: on ROCm include hipCUB and alias `namespace cub = hipcub;` so the existing "
-                             f"cub:: code compiles unchanged; the CUDA branch keeps the original include.")
+                             f"cub:: code compiles unchanged; the CUDA branch keeps the original include.", ws=ws)
 
 
 class CudaStdFixer:
@@ -71,19 +71,14 @@ class CudaStdFixer:
             why = "needs libhipcxx (cuda::atomic and friends are not plain std templates)" \
                 if leaf in NEEDS_LIBHIPCXX or not header.startswith("cuda/std/") else "has no known std mapping"
             raise Decline(f"{header} {why}; not a mechanical rule")
-        rel = target_file(failure)
-        text = ws.read(rel)
-        if text is None or not unguarded(text, header):
+        rel = including_file(ws, failure, header)
+        if rel is None:
             return None
-        lines = text.splitlines()
-        stacks = branches(lines)
-        mappable = {h for i, ln in enumerate(lines) if (h := include_of(ln)) in STD_HEADERS
-                    and platform_of(stacks[i]) == "both"}
-        replacements = {h: [f"#include <{STD_HEADERS[h]}>", STD_ALIAS] for h in mappable}
-        new = guard_includes(text, replacements)
+        text = ws.read(rel) or ""
+        new = guard_includes(text, block_replacements(text))
         return make_proposal(failure, self.family, {rel: (text, new)},
                              f"{rel}: on ROCm use the standard headers and alias `cuda::std` to `::std` "
-                             f"(host-compatible traits only); the CUDA branch keeps libcu++.")
+                             f"(host-compatible traits only); the CUDA branch keeps libcu++.", ws=ws)
 
 
 register(CubFixer())

@@ -8,20 +8,27 @@ from __future__ import annotations
 
 import re
 
-from agent.rules.cpp import GuardBlock, branches, guard_blocks, include_of, platform_of
+from agent.rules.cpp import GuardBlock, branches, guard_blocks, include_of, line_platforms
 
 
 def _ensure_nl(line: str) -> str:
     return line if line.endswith("\n") else line + "\n"
 
 
-def _runs(lines: list[str], targets: set[int]) -> list[tuple[int, int]]:
-    """Maximal [start, end] spans of target lines, allowing blank lines between two targets."""
+def _between(line: str) -> bool:
+    """A line a guard may span between two CUDA includes: blank, a comment, or another top-level include
+    (the ROCm branch gets a copy of such includes, so one block of includes gets one guard)."""
+    text = line.strip()
+    return not text or text.startswith(("//", "/*", "*")) or include_of(line) is not None
+
+
+def _runs(lines: list[str], targets: set[int], stacks: list[tuple[str, ...]]) -> list[tuple[int, int]]:
+    """Maximal [start, end] spans of target lines, spanning blank, comment and other include lines."""
     runs: list[tuple[int, int]] = []
     for i in sorted(targets):
         if runs:
             s, e = runs[-1]
-            if all(not lines[j].strip() for j in range(e + 1, i)):
+            if all(_between(lines[j]) and not stacks[j] for j in range(e + 1, i)):
                 runs[-1] = (s, i)
                 continue
         runs.append((i, i))
@@ -71,13 +78,14 @@ def guard_includes(text: str, replacements: dict[str, list[str]]) -> str:
     """Guard every unguarded include of a header in `replacements` (header -> ROCm lines)."""
     lines = [_ensure_nl(ln) for ln in text.splitlines(keepends=True)]
     stacks = branches(lines)
-    targets = {i for i, ln in enumerate(lines)
-               if include_of(ln) in replacements and platform_of(stacks[i]) == "both"}
-    for start, end in reversed(_runs(lines, targets)):
+    where = line_platforms(lines)
+    targets = {i for i, ln in enumerate(lines) if include_of(ln) in replacements and where[i] == "both"}
+    for start, end in reversed(_runs(lines, targets, stacks)):
         run = lines[start:end + 1]
         rocm_new: list[str] = []
         for ln in run:
-            for rep in replacements.get(include_of(ln) or "", []):
+            header = include_of(ln)
+            for rep in replacements.get(header or "", [ln] if header else []):
                 if _ensure_nl(rep) not in rocm_new:
                     rocm_new.append(_ensure_nl(rep))
         found = _adjacent(lines, guard_blocks(lines), start, end)

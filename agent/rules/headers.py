@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from agent.rules.base import Decline, Workspace, make_proposal, register
-from agent.rules.cpp import branches, include_of, platform_of
+from agent.rules.cpp import include_of, line_platforms
 from agent.rules.guard import guard_includes
 from tools.records import Failure, Proposal
 
@@ -15,6 +15,7 @@ HIP_HEADERS: dict[str, list[str]] = {
     "cuda_fp16.h": ["hip/hip_fp16.h"],
     "cuda_fp8.h": ["hip/hip_fp8.h"],
     "cooperative_groups.h": ["hip/hip_cooperative_groups.h"],
+    "cooperative_groups/reduce.h": ["hip/hip_cooperative_groups.h"],  # reduce itself: rule coop_groups
     "curand_kernel.h": ["hiprand/hiprand_kernel.h"],
     "curand.h": ["hiprand/hiprand.h"],
 }
@@ -32,6 +33,21 @@ def hip_lines(headers: list[str]) -> list[str]:
     return [f"#include <{h}>" for h in headers]
 
 
+def block_replacements(text: str) -> dict[str, list[str]]:
+    """ROCm lines for every CUDA header the text includes that has a mapping (runtime/type headers, cub,
+    host-compatible cuda/std), so one guard covers a whole block of includes."""
+    from agent.rules.cub import CUB_ROCM, STD_ALIAS, STD_HEADERS  # cub imports this module
+
+    out = {h: hip_lines(hips) for h, hips in HIP_HEADERS.items()}
+    for line in text.splitlines():
+        header = include_of(line) or ""
+        if header.startswith("cub/"):
+            out[header] = CUB_ROCM
+        elif header in STD_HEADERS:
+            out[header] = [f"#include <{STD_HEADERS[header]}>", STD_ALIAS]
+    return out
+
+
 def target_file(failure: Failure) -> str:
     """The repo-relative file whose #include must change (the header, else the unit)."""
     rel = failure.file or failure.facts.get("unit")
@@ -43,8 +59,29 @@ def target_file(failure: Failure) -> str:
 def unguarded(text: str, header: str) -> bool:
     """True when `header` is #included somewhere both toolchains compile."""
     lines = text.splitlines()
-    stacks = branches(lines)
-    return any(include_of(ln) == header and platform_of(stacks[i]) == "both" for i, ln in enumerate(lines))
+    where = line_platforms(lines)
+    return any(include_of(ln) == header and where[i] == "both" for i, ln in enumerate(lines))
+
+
+def including_file(ws: Workspace, failure: Failure, header: str) -> str | None:
+    """The file that includes `header` where both toolchains compile it: the failure's file, else a file
+    its unit reaches (a log can name the unit for an error in one of its headers); None when none does."""
+    rel = target_file(failure)
+    if unguarded(ws.read(rel) or "", header):
+        return rel
+    from agent.units import include_graph
+
+    graph = include_graph(ws.root)
+    todo, seen = [u for u in [failure.facts.get("unit"), rel] if u], set()
+    while todo:
+        cur = todo.pop()
+        if cur in seen:
+            continue
+        seen.add(cur)
+        if unguarded(ws.read(cur) or "", header):
+            return cur
+        todo += sorted(graph.get(cur, ()))
+    return None
 
 
 class CudaHeaderFixer:
@@ -62,15 +99,40 @@ class CudaHeaderFixer:
             raise Decline(NO_EQUIVALENT[header])
         if header not in HIP_HEADERS:
             return None
-        rel = target_file(failure)
-        text = ws.read(rel)
-        if text is None or not unguarded(text, header):
+        rel = including_file(ws, failure, header)
+        if rel is None:
             return None
-        replacements = {h: hip_lines(hips) for h, hips in HIP_HEADERS.items()}
-        new = guard_includes(text, replacements)
+        text = ws.read(rel) or ""
+        new = guard_includes(text, block_replacements(text))
         return make_proposal(failure, self.family, {rel: (text, new)},
                              f"{rel}: include the HIP equivalents of the CUDA headers under `#ifdef USE_ROCM`; "
-                             f"the CUDA branch keeps the original #include lines unchanged.")
+                             f"the CUDA branch keeps the original #include lines unchanged.", ws=ws)
+
+
+IMPLICIT = {"threadIdx", "blockIdx", "blockDim", "gridDim", "__syncthreads", "warpSize", "__threadfence"}
+"""What nvcc declares in every .cu without an include; HIP declares it in hip/hip_runtime.h."""
+
+
+class ImplicitRuntimeFixer:
+    """`threadIdx` & co undeclared on ROCm: nvcc includes the CUDA runtime implicitly, hipcc does not."""
+
+    family = "implicit_runtime"
+    kinds = ("compile_error",)
+
+    def propose(self, failure: Failure, ws: Workspace) -> Proposal | None:
+        if (failure.symbol or "") not in IMPLICIT or "undeclared identifier" not in (failure.message or ""):
+            return None
+        from agent.rules.warp import add_lines  # warp imports this module
+
+        rel = target_file(failure)
+        text = ws.read(rel)
+        if text is None or "hip/hip_runtime.h" in text:
+            return None
+        new = add_lines(text, ["#ifdef USE_ROCM\n", "#include <hip/hip_runtime.h>\n", "#endif\n"])
+        return make_proposal(failure, self.family, {rel: (text, new)}, (
+            f"{rel}: uses {failure.symbol}, which nvcc declares implicitly in every .cu; on ROCm it comes from "
+            f"hip/hip_runtime.h, included under `#ifdef USE_ROCM` (nothing changes on CUDA)."), ws=ws)
 
 
 register(CudaHeaderFixer())
+register(ImplicitRuntimeFixer())

@@ -1,9 +1,11 @@
-"""inline_ptx: never patched by a rule; the decline says why (tensor-core PTX needs an MFMA rewrite)."""
+"""inline_ptx: known forms get their ROCm spelling (ptx_forms); the rest is declined with why (tensor-core
+PTX needs an MFMA rewrite)."""
 from __future__ import annotations
 
 import re
 
-from agent.rules.base import Decline, Workspace, register
+from agent.rules.base import Decline, Workspace, make_proposal, register
+from agent.rules.ptx_forms import rewrite_known_ptx
 from tools.records import Failure, Proposal
 
 TENSOR_CORE = re.compile(r"\b(mma\.sync|wgmma|ldmatrix|stmatrix|cp\.async|tcgen05|mma\.sp)\b")
@@ -28,6 +30,13 @@ class InlinePtxDecliner:
     kinds = ("inline_ptx",)
 
     def propose(self, failure: Failure, ws: Workspace) -> Proposal | None:
+        source = ws.read(failure.file) if failure.file else None
+        if source is not None:
+            new, done = rewrite_known_ptx(source)
+            if done:
+                return make_proposal(failure, self.family, {failure.file: (source, new)}, (
+                    f"{failure.file}: inline PTX with a known ROCm form rewritten under `#ifdef USE_ROCM` "
+                    f"({', '.join(d.rstrip(';') for d in done)}); the CUDA branch keeps the asm statement as it was."), ws=ws)
         text = _nearby(ws, failure)
         tc = TENSOR_CORE.search(text)
         if tc:

@@ -15,6 +15,8 @@ from tools.records import Failure, Proposal
 
 _HELPER_CALL = re.compile(r"\b((?:\w+\.)*)(is_hip|is_rocm|is_cuda)\(\)")
 _HELPER_DEF = re.compile(r"^def (is_hip|is_rocm|is_cuda)\(\)", re.MULTILINE)
+NEVER_GUARD = {"torch", "numpy", "triton", "typing", "os", "sys", "re"}
+"""Imports every platform needs: a guard around them moves the failure instead of removing it."""
 BROAD = "(ImportError, AssertionError, OSError, RuntimeError)"
 """CUDA-only wheels fail to import in more ways than ImportError (flashinfer asserts, .so load errors)."""
 
@@ -43,11 +45,16 @@ def _module_of(rel: str) -> str:
     return rel[:-3].replace("/", ".").removesuffix(".__init__")
 
 
-def platform_guard(ws: Workspace, text: str) -> tuple[str, str | None]:
-    """(condition true on CUDA, import line to add or None), from the repo's own platform helper."""
+def platform_guard(ws: Workspace, text: str, guarded_at: int) -> tuple[str, str | None]:
+    """(condition true on CUDA, import line to add or None), from the repo's own platform helper;
+    `torch.version.hip` only when `import torch` runs before offset `guarded_at` (the guarded import)."""
     m = _HELPER_CALL.search(text)
     if m:
-        call = m.group(0)
+        call, root = m.group(0), (m.group(1) or "").split(".")[0]
+        if root and not re.search(rf"^(?:from\s+\S+\s+)?import\s+.*\b{re.escape(root)}\b", text[:guarded_at],
+                                  re.MULTILINE):
+            raise Decline(f"the platform helper `{root}` is bound after the CUDA-only import, so a guard using it "
+                          f"would raise NameError; move its import above first (by hand)")
         return (call if m.group(2) == "is_cuda" else f"not {call}"), None
     for path in sorted(ws.root.rglob("*.py")):
         rel = str(path.relative_to(ws.root))
@@ -62,7 +69,7 @@ def platform_guard(ws: Workspace, text: str) -> tuple[str, str | None]:
                 return (call if d.group(1) == "is_cuda" else f"not {call}"), None
             call = f"{d.group(1)}()"
             return (call if d.group(1) == "is_cuda" else f"not {call}"), f"from {mod} import {d.group(1)}\n"
-    if re.search(r"^import torch\b", text, re.MULTILINE):
+    if re.search(r"^import torch\s*$", text[:guarded_at], re.MULTILINE):  # bound before the guard runs
         return "torch.version.hip is None", None
     raise Decline("no platform helper (is_hip/is_rocm/is_cuda) in the repo and no torch import to key on")
 
@@ -95,15 +102,25 @@ class CudaOnlyImportFixer:
         if text is None:
             return None
         lines = text.splitlines(keepends=True)
+        if module in NEVER_GUARD or module == rel.split("/", 1)[0]:
+            raise Decline(f"{module} is needed on every platform (torch, or the repo's own package): guarding its "
+                          f"import would only turn the failure into a NameError; fix what {module} fails on instead")
         found = import_statement(lines, re.escape(module))
         if found is None:
+            if re.search(rf"^\s+(?:from\s+{re.escape(module)}\b|import\s+{re.escape(module)}\b)", text, re.MULTILINE):
+                raise Decline(f"{rel} imports {module} only inside a function or block: it runs where it is used, "
+                              f"so there is no module-level import to guard")
             return None
         first, last, names = found
+        others = [i + 1 for i, ln in enumerate(lines) if i > last and import_statement([ln], re.escape(module))]
+        if others:
+            raise Decline(f"{rel} imports {module} again at line(s) {', '.join(map(str, others[:5]))}: guarding one "
+                          f"import would leave the others failing; the file is CUDA-only, exclude it on ROCm instead")
         missing = has_fallback(text, names, first, last)
         if missing:
             raise Decline(f"{rel} uses {', '.join(missing)} with no fallback path (no None check): guarding the "
                           f"import would only move the failure to the first call; add a triton/torch fallback first")
-        cond, helper_import = platform_guard(ws, text)
+        cond, helper_import = platform_guard(ws, text, sum(len(ln) for ln in lines[:first]))
         body = ["        " + ln.lstrip() if j else "        " + ln for j, ln in enumerate(lines[first:last + 1])]
         guard = [f"if {cond}:\n", "    try:\n", *body, f"    except {BROAD}:\n",
                  *[f"        {name} = None\n" for name in names], "else:\n", *[f"    {name} = None\n" for name in names]]

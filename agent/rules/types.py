@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 
 from agent.rules.base import Decline, Workspace, make_proposal, register
-from agent.rules.cpp import branches, guard_blocks, include_of, platform_of
+from agent.rules.cpp import branches, guard_blocks, include_of, line_platforms
 from agent.rules.guard import guard_includes
-from agent.rules.headers import HIP_HEADERS, hip_lines, target_file
+from agent.rules.headers import block_replacements, target_file
 from tools.records import Failure, Proposal
 
 BF16 = {"__nv_bfloat16": "__hip_bfloat16", "nv_bfloat16": "__hip_bfloat16",
@@ -58,12 +58,13 @@ def _insert(text: str, family: str, lines_new: list[str]) -> str:
     cuda_h, hip_h = HEADERS[family]
     lines = text.splitlines(keepends=True)
     stacks = branches(lines)
+    where = line_platforms(lines)
     new = [ln + "\n" for ln in lines_new]
     for i, ln in enumerate(lines):
-        if include_of(ln) == hip_h and platform_of(stacks[i]) == "rocm":
+        if include_of(ln) == hip_h and where[i] == "rocm":
             return "".join(lines[:i + 1] + new + lines[i + 1:])
-    if any(include_of(ln) == cuda_h and platform_of(stacks[i]) == "both" for i, ln in enumerate(lines)):
-        replacements = {h: hip_lines(hips) for h, hips in HIP_HEADERS.items()}
+    if any(include_of(ln) == cuda_h and where[i] == "both" for i, ln in enumerate(lines)):
+        replacements = block_replacements(text)
         replacements[cuda_h] = [f"#include <{hip_h}>", *lines_new]
         return guard_includes(text, replacements)
     tops = [i for i, ln in enumerate(lines) if include_of(ln) and not stacks[i]]
@@ -106,7 +107,7 @@ class TypeNameFixer:
                     "device code the fnuz types. Value conversions are exact; raw fp8 bytes from e4m3fn checkpoints "
                     "still need the fp8_layout normalisation on gfx942, and host passes see the OCP type, so keep "
                     "fp8 types out of __global__ signatures. Only running the kernel proves the numerics.")
-        return make_proposal(failure, self.family, {rel: (text, new)}, why)
+        return make_proposal(failure, self.family, {rel: (text, new)}, why, ws=ws)
 
 
 register(TypeNameFixer())

@@ -11,7 +11,7 @@ import re
 
 from agent.rules.base import Decline, Workspace, make_proposal, register
 from agent.rules.compat_header import already_included, include_spelling, plan_compat
-from agent.rules.cpp import branches, guard_blocks, include_of, platform_of
+from agent.rules.cpp import branches, include_of, line_platforms
 from agent.rules.headers import target_file
 from tools.records import Failure, Proposal
 
@@ -43,7 +43,7 @@ def lane_model(text: str) -> tuple[str, list[str]]:
     evidence found.
     Only what the ROCm build compiles counts (CUDA-only branches are ignored)."""
     lines = text.splitlines()
-    text = "\n".join(ln for ln, st in zip(lines, branches(lines)) if platform_of(st) != "cuda")
+    text = "\n".join(ln for ln, where in zip(lines, line_platforms(lines)) if where in ("both", "rocm"))
     found = [why for pattern, why in _LANES32 if pattern.search(text)]
     generic = bool(_GENERIC.search(text))
     if found and generic:
@@ -83,11 +83,10 @@ def macro_for(name: str, nargs: int, lanes32: bool) -> str:
 def rewrite_calls(text: str, lanes32: bool) -> tuple[str, list[str]]:
     """Rename every intrinsic call both toolchains compile; returns the text and the renames done."""
     lines = text.splitlines(keepends=True)
-    stacks = branches(lines)
     out, done = [], []
     offset = 0
-    for line, stack in zip(lines, stacks):
-        if platform_of(stack) != "both":
+    for line, where in zip(lines, line_platforms(lines)):
+        if where != "both":
             out.append(line)
             offset += len(line)
             continue
@@ -103,16 +102,46 @@ def rewrite_calls(text: str, lanes32: bool) -> tuple[str, list[str]]:
     return "".join(out), done
 
 
+def _include_guard_depth(lines: list[str]) -> int:
+    """1 when the file opens with an include guard (`#ifndef X` + `#define X`), else 0."""
+    directives = [ln.strip() for ln in lines if ln.strip().startswith("#")]
+    if len(directives) >= 2:
+        head, define = directives[0].split(), directives[1].split()
+        if head[:1] == ["#ifndef"] and define[:1] == ["#define"] and head[1:2] == define[1:2]:
+            return 1
+    return 0
+
+
+def _branch_end(lines: list[str], stacks: list[tuple[str, ...]], i: int, depth: int) -> int:
+    """Index of the line after the `#endif` that brings line i's nesting back to `depth`."""
+    for j in range(i + 1, len(lines)):
+        if len(stacks[j]) <= depth and lines[j].lstrip().startswith("#") and "endif" in lines[j]:
+            return j + 1
+    return i + 1
+
+
 def add_include(text: str, spelling: str) -> str:
-    """`#include "<spelling>"` after the last top-level include (or include guard block)."""
+    """`#include "<spelling>"` with the file's other includes (see `add_lines`)."""
+    return add_lines(text, [f'#include "{spelling}"\n'])
+
+
+def add_lines(text: str, new: list[str]) -> str:
+    """`new` after the file's last include at file level (inside its include guard), or after the
+    `#endif` of the last ROCm/CUDA include block; never above the license or mid-code."""
     lines = text.splitlines(keepends=True)
     stacks = branches(lines)
-    tops = [i + 1 for i, ln in enumerate(lines) if include_of(ln) and not stacks[i]]
-    tops += [b.end + 1 for b in guard_blocks(lines) if any(include_of(x) for x in lines[b.start:b.end])]
-    at = max(tops, default=0)
+    base = _include_guard_depth(lines)
+    at = 0
+    for i, ln in enumerate(lines):
+        if not include_of(ln) or len(stacks[i]) < base:
+            continue
+        if len(stacks[i]) == base:
+            at = max(at, i + 1)
+        elif set(stacks[i][base:]) <= {"rocm", "cuda"}:  # an include in a platform block: after its #endif
+            at = max(at, _branch_end(lines, stacks, i, base))
     if at and not lines[at - 1].endswith("\n"):
         lines[at - 1] += "\n"
-    return "".join(lines[:at] + [f'#include "{spelling}"\n'] + lines[at:])
+    return "".join(lines[:at] + new + lines[at:])
 
 
 class WarpIntrinsicFixer:
@@ -149,7 +178,7 @@ class WarpIntrinsicFixer:
         return make_proposal(failure, self.family, edits, (
             f"{rel}: warp intrinsics through {compat} ({', '.join(sorted(set(done)))}). The kernel is {width}; "
             f"ballots are 64-bit on ROCm. On CUDA every macro expands to the original call. Warp-width "
-            f"correctness is only proven by running the kernel on the GPU; here it was compiled, not run."))
+            f"correctness is only proven by running the kernel on the GPU; here it was compiled, not run."), ws=ws)
 
 
 register(WarpIntrinsicFixer())

@@ -12,7 +12,7 @@ import re
 
 from agent.rules.base import Decline, Workspace, make_proposal, register
 from agent.rules.compat_header import already_included, include_spelling, plan_compat
-from agent.rules.cpp import branches, platform_of
+from agent.rules.cpp import line_platforms
 from agent.rules.headers import target_file
 from agent.rules.warp import add_include, lane_model
 from tools.records import Failure, Proposal
@@ -72,17 +72,17 @@ def _copy_runs(indices: list[int]) -> list[list[int]]:
 def rewrite(text: str, line_numbers: list[int]) -> tuple[str, list[str]]:
     """The text with warp-size literals on those lines derived from WARP_SIZE; and what was skipped."""
     lines = text.splitlines(keepends=True)
-    stacks = branches(lines)
+    where = line_platforms(lines)
     skipped, copies = [], {}
     for n in sorted(set(line_numbers)):
         i = n - 1
-        if i >= len(lines) or platform_of(stacks[i]) == "cuda":
+        if i >= len(lines) or where[i] in ("cuda", "dead"):
             continue
         line = _sub(lines[i], SAME_TOKENS)
         rocm = _sub(line, NEW_TOKENS)
         if rocm == lines[i]:
             skipped.append(f"line {n} (no safe rewrite of the literal in this expression)")
-        elif rocm == line or platform_of(stacks[i]) == "rocm":
+        elif rocm == line or where[i] == "rocm":
             lines[i] = rocm
         elif _whole_statement(lines, i):
             copies[i] = rocm if rocm.endswith("\n") else rocm + "\n"
@@ -129,7 +129,7 @@ class WarpSizeFixer:
         return make_proposal(failure, self.family, edits, (
             f"{rel}: warp-size literals derived from WARP_SIZE in {compat} (64 on CDNA, 32 on CUDA and RDNA); "
             f"on CUDA the tokens are unchanged or kept in the #else branch. Only running the kernel on the GPU "
-            f"proves the lane arithmetic; here it was compiled, not run."))
+            f"proves the lane arithmetic; here it was compiled, not run."), ws=ws)
 
 
 register(WarpSizeFixer())

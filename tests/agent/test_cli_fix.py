@@ -45,9 +45,13 @@ def test_fix_from_scan_commits_one_fix_per_family(git_repo, hipcc, nvcc):
     assert result.exit_code == 0, result.output
     assert _git(root, "branch", "--show-current").startswith("rocport/fix-")
     subjects = _git(root, "log", "--format=%s", "main..HEAD").splitlines()
+    # wave 2: once <cuda/std/type_traits> is guarded, zero.cu's next error (threadIdx, which nvcc declares
+    # implicitly) shows and is fixed too, so every unit really compiles for ROCm at the end
     assert sorted(subjects) == ["Guard CUDA headers for ROCm in csrc/half.cu",
+                                "Include the HIP runtime on ROCm in csrc/zero.cu",
                                 "Route warp intrinsics through the compat header in csrc/ops/warp.cu",
                                 "Use std traits on ROCm in csrc/zero.cu"]
+    assert "3/3 unit(s) compile for ROCm" in result.output
     body = _git(root, "log", "-1", "--format=%b", "--grep=Guard CUDA headers")
     assert "hipcc -x hip -DUSE_ROCM --offload-arch=gfx90a" in body and "[ok] cuda -E identity" in body
     assert "[ok] nvcc csrc/half.cu: compiles" in body

@@ -40,7 +40,8 @@ def test_guard_uses_repo_helper_and_the_module_imports_again(git_repo):
     assert "+if not platform.is_rocm():\n+    try:\n+        from deep_gemm import (fp8_gemm_nt,\n" in prop.diff
     assert "+        fp8_gemm_nt = None\n+        m_grouped_fp8_gemm = None\n+else:\n" in prop.diff
     outcome = Validator(root, Toolchains(hip=LocalSandbox(root))).validate(prop, fail)
-    assert outcome.kept and [c.name for c in outcome.checks] == ["py_compile serve/moe.py"]
+    assert outcome.kept and [c.name for c in outcome.checks] == ["py_compile serve/moe.py", "import serve.moe"]
+    assert outcome.checks[1].detail == "imports"  # proven by importing it, not only by compiling it
     after = _import(root)
     assert after.returncode == 0 and after.stdout.strip() == "3.0"  # the existing fallback path runs
     assert not propose_for(fail, Workspace(root=root)).proposals
@@ -56,3 +57,41 @@ def test_declines_without_fallback_path(git_repo):
     root = git_repo({"attn.py": NO_FALLBACK})
     reason = declines(root, failure("cuda_only_dep", "attn.py", "flash_mla"))[0]
     assert "no fallback path" in reason and "flash_mla" in reason
+
+
+def test_never_guards_torch_itself(git_repo):
+    root = git_repo({"m.py": "import torch\n\nX = torch.zeros(1)\n"})
+    reason = declines(root, failure("cuda_only_dep", "m.py", "torch"))[0]
+    assert "needed on every platform" in reason
+
+
+def test_torch_version_hip_needs_torch_imported_before_the_guard(git_repo):
+    root = git_repo({"m.py": "import flashinfer\nimport torch\n\nX = 1\n"})
+    reasons = declines(root, failure("cuda_only_dep", "m.py", "flashinfer"))
+    assert reasons and "no torch import to key on" in reasons[0]
+
+
+def test_a_guard_that_breaks_the_import_is_rejected(git_repo):
+    """A guard that compiles but raises NameError on import is caught by importing the module."""
+    from agent.rules import file_diff
+    from tools.records import Proposal
+    root = git_repo({"pkg/__init__.py": "", "pkg/m.py": "X = 1\n"})
+    diff = file_diff("pkg/m.py", "X = 1\n", "if torch.version.hip is None:\n    pass\nX = 1\n")
+    prop = Proposal(failure_signature="s", proposer="test", diff=diff, rationale="", files=["pkg/m.py"])
+    outcome = Validator(root, Toolchains(hip=LocalSandbox(root))).validate(prop, None)
+    assert not outcome.kept and "breaks the import: NameError" in outcome.reason
+    assert (root / "pkg/m.py").read_text() == "X = 1\n"
+
+
+def test_helper_bound_after_the_import_is_not_used_for_the_guard(git_repo):
+    text = ("import cutlass\nfrom vllm.platforms import current_platform\n\n"
+            "def f():\n    if cutlass is None or not current_platform.is_cuda():\n        return 0\n")
+    root = git_repo({"m.py": text})
+    reason = declines(root, failure("cuda_only_dep", "m.py", "cutlass"))[0]
+    assert "bound after the CUDA-only import" in reason
+
+
+def test_a_module_imported_twice_is_not_half_guarded(git_repo):
+    root = git_repo({"m.py": "import torch\nimport cutlass\nfrom cutlass import cute\n\nX = cutlass is None\n"})
+    reason = declines(root, failure("cuda_only_dep", "m.py", "cutlass"))[0]
+    assert "imports cutlass again at line(s) 3" in reason

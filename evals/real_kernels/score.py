@@ -1,0 +1,130 @@
+"""Score `rocport fix` on one real kernel: hipcc gfx942, nvcc sm_90, CUDA identity, idempotence, clang-format.
+
+Every check compiles the task's unit the way the task repo is laid out (root on the include path):
+hipcc in the ROCm image, nvcc on the host. CUDA identity compares nvcc -E token streams of the unit
+before and after the fix; the second run must commit nothing; clang-format of the lines the fix touched
+must change nothing.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from agent.rules.style import has_style
+from agent.validate import cuda_tokens
+
+HIPCC = "hipcc -x hip -DUSE_ROCM --offload-arch={arch} -I. -c {unit} -o /tmp/rocport-eval.o"
+NVCC = "nvcc -x cu -std=c++17 -arch=sm_90 -I. -c {unit} -o /tmp/rocport-eval-cuda.o"
+NVCC_E = "nvcc -x cu -std=c++17 -arch=sm_90 -I. -E {unit}"
+_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
+
+
+@dataclass
+class KernelScore:
+    """What one kernel scored; `first_error` is hipcc's first error line after the fix (empty when it compiles)."""
+
+    name: str
+    hip_before: bool = False
+    hip_after: bool = False
+    nvcc_after: bool = False
+    cuda_identical: bool = False
+    idempotent: bool = False
+    formatted: bool = False
+    commits: int = 0
+    first_error: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def run(cmd: str, cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, shell=True, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def hipcc(repo: Path, unit: str, image: str, arch: str) -> subprocess.CompletedProcess:
+    """Compile the unit with the image's hipcc (no network, the repo mounted at its own path)."""
+    inner = HIPCC.format(arch=arch, unit=shlex.quote(unit))
+    return run(f"docker run --rm --network none -v {repo}:{repo} -w {repo} {image} {inner}", repo)
+
+
+def first_error(output: str) -> str:
+    return next((ln.strip()[:240] for ln in output.splitlines() if "error" in ln), "")
+
+
+def cuda_stream(repo: Path, unit: str) -> list[str] | str:
+    with tempfile.NamedTemporaryFile(suffix=".i") as tmp:
+        res = run(f"{NVCC_E.format(unit=shlex.quote(unit))} > {tmp.name}", repo)
+        if res.returncode:
+            return "nvcc -E failed: " + first_error(res.stderr)
+        return cuda_tokens(Path(tmp.name).read_text(errors="replace"))
+
+
+def touched_lines(repo: Path, base: str) -> dict[str, list[tuple[int, int]]]:
+    """File -> [start, end] ranges of lines the commits after `base` added or changed."""
+    files = run(f"git diff --name-only {base} HEAD", repo).stdout.split()
+    out: dict[str, list[tuple[int, int]]] = {}
+    for rel in files:
+        if not rel.endswith((".cu", ".cuh", ".h", ".hpp", ".cpp", ".cc")) or not (repo / rel).exists():
+            continue
+        diff = run(f"git diff -U0 {base} HEAD -- {shlex.quote(rel)}", repo).stdout
+        spans = [(int(s), int(s) + int(n or 1) - 1) for s, n in _HUNK.findall(diff) if n != "0"]
+        if spans:
+            out[rel] = spans
+    return out
+
+
+def format_clean(repo: Path, base: str) -> tuple[bool, list[str]]:
+    """True when clang-format (the repo's .clang-format) would change none of the touched lines; files no
+    .clang-format governs are not judged."""
+    dirty = []
+    for rel, spans in touched_lines(repo, base).items():
+        if not has_style(repo, rel):  # the sdist ships no .clang-format: there is no repo style to follow
+            continue
+        lines = " ".join(f"--lines={a}:{b}" for a, b in spans)
+        res = run(f"clang-format --style=file {lines} {shlex.quote(rel)}", repo)
+        if res.returncode or res.stdout != (repo / rel).read_text():
+            dirty.append(rel)
+    return not dirty, dirty
+
+
+def rocport_fix(repo: Path, log: Path, arch: str) -> subprocess.CompletedProcess:
+    rocport = Path(sys.executable).with_name("rocport")
+    return run(f"{rocport} fix {repo} --log {log} --arch {arch}", repo, timeout=3600)
+
+
+def score(name: str, repo: Path, unit: str, image: str, arch: str, logs: Path) -> KernelScore:
+    """Fix the repo once, score it, then run the fix again on a fresh build log to check idempotence."""
+    s = KernelScore(name)
+    base = run("git rev-parse HEAD", repo).stdout.strip()
+    before_tokens = cuda_stream(repo, unit)
+    first = hipcc(repo, unit, image, arch)
+    s.hip_before = first.returncode == 0
+    log = logs / f"{name}.hipcc.log"
+    log.write_text(first.stdout + first.stderr)
+    if not s.hip_before:
+        out = rocport_fix(repo, log, arch)
+        (logs / f"{name}.fix.log").write_text(out.stdout + out.stderr)
+    s.commits = int(run(f"git rev-list --count {base}..HEAD", repo).stdout.strip() or 0)
+    after = hipcc(repo, unit, image, arch)
+    s.hip_after = after.returncode == 0
+    s.first_error = first_error(after.stdout + after.stderr)
+    s.nvcc_after = run(NVCC.format(unit=shlex.quote(unit)), repo).returncode == 0
+    after_tokens = cuda_stream(repo, unit)
+    s.cuda_identical = isinstance(before_tokens, list) and before_tokens == after_tokens
+    s.formatted, dirty = format_clean(repo, base)
+    s.notes += [f"clang-format would change {d}" for d in dirty]
+    head = run("git rev-parse HEAD", repo).stdout.strip()
+    log2 = logs / f"{name}.hipcc2.log"
+    log2.write_text(after.stdout + after.stderr)
+    if not s.hip_after:
+        out = rocport_fix(repo, log2, arch)
+        (logs / f"{name}.fix2.log").write_text(out.stdout + out.stderr)
+    s.idempotent = run("git rev-parse HEAD", repo).stdout.strip() == head and not run("git status --porcelain",
+                                                                                     repo).stdout.strip()
+    return s

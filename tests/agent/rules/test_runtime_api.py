@@ -1,0 +1,97 @@
+"""Runtime API and cooperative-groups rules for repos built without hipify, proven with hipcc gfx942 and nvcc."""
+from __future__ import annotations
+
+from agent.rules import Workspace, propose_for
+from tests.agent.rules.helpers import declines, failure, image_toolchains, propose, validate
+
+RUNTIME = """#include <cuda_runtime.h>
+#include <cstdio>
+
+__global__ void scale(float* x, float s) { x[threadIdx.x] *= s; }
+
+int launch(float* dev, const float* host, int n, cudaStream_t stream) {
+  int device = 0;
+  cudaGetDevice(&device);
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  cudaEventRecord(start, stream);
+  cudaMemcpyAsync(dev, host, n * sizeof(float), cudaMemcpyHostToDevice, stream);
+  cudaLaunchConfig_t config = {};
+  config.gridDim = 1;
+  config.blockDim = n;
+  config.stream = stream;
+  cudaLaunchAttribute attrs[1];
+  attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attrs[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attrs;
+  config.numAttrs = 1;
+  cudaLaunchKernelEx(&config, scale, dev, 2.0f);
+  cudaEventRecord(stop, stream);
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) printf("%s\\n", cudaGetErrorString(err));
+  return device;
+}
+"""
+GUARDED_HEADERS = """#ifdef USE_ROCM
+#include <hip/hip_runtime.h>
+#else
+#include <cuda_runtime.h>
+#endif
+#include <cstdio>
+""" + RUNTIME.split("#include <cstdio>\n", 1)[1]
+COOP = """#ifdef USE_ROCM
+#include <hip/hip_runtime.h>
+#include <hip/hip_cooperative_groups.h>
+#else
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+#endif
+#include <cstdint>
+
+namespace cg = cooperative_groups;
+
+__global__ void warp_max(uint64_t* x) {
+  auto warp = cg::tiled_partition<32>(cg::this_thread_block());
+  x[threadIdx.x] = cg::reduce(warp, x[threadIdx.x], cg::greater<uint64_t>{});
+}
+"""
+
+
+def test_runtime_names_map_in_one_new_header_and_the_launch_attributes_drop(git_repo, rocm_image, nvcc):
+    root = git_repo({"csrc/launch.cu": GUARDED_HEADERS})
+    fail = failure("stream_api", "csrc/launch.cu", "cudaStream_t")
+    prop = propose(root, fail)
+    assert prop.files == ["csrc/launch.cu", "csrc/rocm_compat.h"]
+    assert "+#define cudaMemcpyAsync hipMemcpyAsync\n" in prop.diff and "+#define cudaEvent_t hipEvent_t\n" in prop.diff
+    assert '+#include "rocm_compat.h"\n' in prop.diff
+    outcome = validate(root, image_toolchains(root, rocm_image, "gfx942"), prop, fail)
+    assert outcome.kept, outcome.reason
+    assert {c.name for c in outcome.checks if c.ok} >= {"hipcc gfx942 csrc/launch.cu", "nvcc csrc/launch.cu"}
+    assert all(c.detail == "compiles" for c in outcome.checks if c.name.startswith(("hipcc", "nvcc")))
+    assert not propose_for(fail, Workspace(root=root)).proposals  # idempotent: every name is mapped now
+
+
+def test_unknown_runtime_name_uses_the_compilers_hip_suggestion(git_repo):
+    root = git_repo({"k.cu": "#include <hip/hip_runtime.h>\nint a = cudaDevAttrMaxThreadsPerMultiProcessor;\n"})
+    msg = ("use of undeclared identifier 'cudaDevAttrMaxThreadsPerMultiProcessor'; did you mean "
+           "'hipDeviceAttributeMaxThreadsPerMultiProcessor'?")
+    prop = propose(root, failure("compile_error", "k.cu", "cudaDevAttrMaxThreadsPerMultiProcessor", msg))
+    assert ("+#define cudaDevAttrMaxThreadsPerMultiProcessor hipDeviceAttributeMaxThreadsPerMultiProcessor\n"
+            in prop.diff)
+
+
+def test_runtime_name_without_a_hip_counterpart_declines(git_repo):
+    root = git_repo({"k.cu": "int a = cudaNoSuchThing;\n"})
+    assert "no known HIP runtime counterpart" in declines(root, failure("compile_error", "k.cu", "cudaNoSuchThing"))[0]
+
+
+def test_cg_reduce_becomes_a_tile_reduction_on_rocm(git_repo, rocm_image, nvcc):
+    root = git_repo({"csrc/topk.cu": COOP})
+    msg = "no member named 'reduce' in namespace 'cooperative_groups'; did you mean simply 'reduce'?"
+    fail = failure("compile_error", "csrc/topk.cu", "reduce", msg)
+    prop = propose(root, fail)
+    assert "+__device__ T reduce(const Tile& tile, T value, Op op) {\n" in prop.diff
+    outcome = validate(root, image_toolchains(root, rocm_image, "gfx942"), prop, fail)
+    assert outcome.kept, outcome.reason
+    assert [c.detail for c in outcome.checks if c.name.startswith("hipcc")] == ["compiles"]
