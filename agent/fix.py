@@ -14,7 +14,8 @@ WHAT = {"headers": "Guard CUDA headers for ROCm", "cub": "Use hipCUB on ROCm", "
         "warp_size": "Derive warp-size literals from WARP_SIZE", "python_imports": "Guard CUDA-only import",
         "weight_names": "Remap checkpoint weight names", "quant_exclusion": "Remap quantization exclusions",
         "runtime_api": "Map CUDA runtime API names to HIP", "coop_groups": "Add cg::reduce for ROCm",
-        "ptx": "Rewrite inline PTX for ROCm", "implicit_runtime": "Include the HIP runtime on ROCm"}
+        "ptx": "Rewrite inline PTX for ROCm", "implicit_runtime": "Include the HIP runtime on ROCm",
+        "grid_constant": "Define __grid_constant__ away on ROCm"}
 
 
 class FixError(ValueError):

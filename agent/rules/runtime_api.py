@@ -83,3 +83,36 @@ class RuntimeApiFixer:
 
 
 register(RuntimeApiFixer())
+
+
+GRID_CONSTANT = """\
+// __grid_constant__ marks a kernel parameter read-only in grid memory (CUDA 11.7+). HIP has no such
+// qualifier; AMD kernel arguments are already read from constant memory, so it expands to nothing.
+#if defined(USE_ROCM) && !defined(__grid_constant__)
+#define __grid_constant__
+#endif
+"""
+
+
+class GridConstantFixer:
+    """`__grid_constant__` kernel parameters on ROCm: the qualifier expands to nothing there."""
+
+    family = "grid_constant"
+    kinds = ("compile_error",)
+
+    def propose(self, failure: Failure, ws: Workspace) -> Proposal | None:
+        rel = failure.file
+        text = ws.read(rel) if rel else None
+        if text is None or not failure.line or "__grid_constant__" not in text.splitlines()[failure.line - 1]:
+            return None
+        compat = find_compat(ws, rel)
+        has = compat is not None and "define __grid_constant__" in (ws.read(compat) or "")
+        edits = add_block(ws, rel, None if has else GRID_CONSTANT)
+        if not edits:
+            return None
+        return make_proposal(failure, self.family, edits, (
+            f"{rel}: `__grid_constant__` has no HIP spelling; on ROCm it expands to nothing (kernel arguments "
+            f"live in constant memory there); the CUDA code is unchanged."), ws=ws)
+
+
+register(GridConstantFixer())

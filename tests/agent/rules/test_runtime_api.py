@@ -95,3 +95,16 @@ def test_cg_reduce_becomes_a_tile_reduction_on_rocm(git_repo, rocm_image, nvcc):
     outcome = validate(root, image_toolchains(root, rocm_image, "gfx942"), prop, fail)
     assert outcome.kept, outcome.reason
     assert [c.detail for c in outcome.checks if c.name.startswith("hipcc")] == ["compiles"]
+
+
+def test_grid_constant_expands_to_nothing_on_rocm(git_repo, rocm_image, nvcc):
+    kernel = ("#ifdef USE_ROCM\n#include <hip/hip_runtime.h>\n#endif\nstruct Params { int n; float* out; };\n\n"
+              "__global__ void k(const Params __grid_constant__ p) { p.out[threadIdx.x] = p.n; }\n")
+    root = git_repo({"csrc/k.cu": kernel})
+    fail = failure("compile_error", "csrc/k.cu", "", "expected ')'")
+    fail.line = 6
+    prop = propose(root, fail)
+    assert "+#define __grid_constant__\n" in prop.diff
+    outcome = validate(root, image_toolchains(root, rocm_image, "gfx942"), prop, fail)
+    assert outcome.kept, outcome.reason
+    assert [c.detail for c in outcome.checks if c.name.startswith(("hipcc", "nvcc"))] == ["compiles", "compiles"]
