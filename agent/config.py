@@ -73,7 +73,8 @@ class SandboxSpec(_Section):
 
     backend: Literal["docker", "local"] = "docker"
     network: bool = False
-    """Give the docker sandbox a network (host). Off by default."""
+    """Give the docker sandbox a network (the daemon's bridge). Off by default: builds run with no network
+    and the model server is reached through a published loopback port."""
 
 
 class Budgets(_Section):

@@ -9,6 +9,7 @@ import atexit
 import grp
 import os
 import shlex
+import shutil
 import tempfile
 import uuid
 import weakref
@@ -24,6 +25,7 @@ from sandboxes.health import wait_ready
 from sandboxes.heartbeat import keepalive_argv, start_heartbeat, stop_heartbeat
 from sandboxes.local import ServiceNotReady
 from sandboxes.orphans import LABEL_OWNER, LABEL_SESSION, owner_labels
+from sandboxes.relay import RELAY_IN_CONTAINER, HostListener
 
 _OPEN: weakref.WeakSet[DockerSandbox] = weakref.WeakSet()
 
@@ -74,8 +76,46 @@ def _parse_mount(spec: str) -> docker.types.Mount:
                               read_only=len(parts) == 3 and parts[2] == "ro")
 
 
+def network_mode(client: docker.DockerClient, network: bool) -> str:
+    """'none' unless the job asks for a network; then the daemon's bridge (host networking only where
+    the daemon has no bridge, e.g. dockerd --bridge=none)."""
+    if not network:
+        return "none"
+    try:
+        client.networks.get("bridge")
+    except (NotFound, APIError):
+        return "host"
+    return "bridge"
+
+
+class Published:
+    """A container port reachable at 127.0.0.1:port on the host (see sandboxes/relay.py); close() ends it."""
+
+    def __init__(self, listener: HostListener | None = None, relay: DockerService | None = None):
+        self._listener = listener
+        self._relay = relay
+
+    def close(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
+        if self._relay is not None:
+            try:
+                self._relay.stop(grace_s=1)
+            except SandboxError:
+                pass  # the container is already gone: so is the relay
+
+    def __enter__(self) -> Published:  # noqa: PYI034
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 class DockerSandbox:
-    """Runs commands in a fresh container of `image`, with `workdir` mounted at the same path."""
+    """Runs commands in a fresh container of `image`, with `workdir` mounted at the same path.
+
+    No network unless `network=True`: builds and the LLM's edits cannot reach anything; a server is
+    reached through `publish(port)`, a loopback port on the host."""
 
     def __init__(self, image: str, workdir: str | os.PathLike, *, network: bool = False,
                  env: dict[str, str] | None = None, mem_limit: str = "16g", cpus: float | None = None,
@@ -99,15 +139,20 @@ class DockerSandbox:
         self.logdir.mkdir(parents=True, exist_ok=True)
         # PID 1 only waits and reaps; it exits when this process stops beating (killed), ending the container
         self.heartbeat = start_heartbeat(self.logdir / f".heartbeat-{self.session}")
+        self._relay_dir = tempfile.mkdtemp(prefix="rp-")  # short: unix socket paths are capped at 108 bytes
         self.container = self._create(path, mem_limit, cpus, pids_limit, mounts or [])
         self._exec = ExecRunner(self.client, self.container.id, self.logdir)
         _OPEN.add(self)
 
     def _create(self, path: Path, mem_limit: str, cpus: float | None, pids_limit: int, mounts: list[str]):
         binds = [docker.types.Mount(str(path), str(path), type="bind"),
-                 docker.types.Mount(str(self.logdir), str(self.logdir), type="bind")]
+                 docker.types.Mount(str(self.logdir), str(self.logdir), type="bind"),
+                 docker.types.Mount(self._relay_dir, self._relay_dir, type="bind")]
+        if (path / ".git").is_dir():  # the clone's git config and hooks run on the host: read-only in here
+            binds.append(docker.types.Mount(str(path / ".git"), str(path / ".git"), type="bind", read_only=True))
+        self.network_mode = network_mode(self.client, self.network)
         binds += [_parse_mount(m) for m in mounts]
-        options = dict(network_mode="host" if self.network else "none", mem_limit=mem_limit,
+        options = dict(network_mode=self.network_mode, mem_limit=mem_limit,
                        pids_limit=pids_limit, labels=owner_labels(self.session, self.workdir),
                        working_dir=self.workdir, environment=self.base_env, mounts=binds,
                        name=f"rocport-{self.session}", detach=True, **gpu_options())
@@ -140,7 +185,7 @@ class DockerSandbox:
         service = DockerService(name, port, self._exec, exec_id, pid_file, log_path)
         self._services.append(service)
         if port is not None:
-            if self.network:  # host networking: the port is on this machine's 127.0.0.1
+            if self.network_mode == "host":  # the port is on this machine's 127.0.0.1
                 problem = wait_ready(port, health_path=health_path, timeout=ready_timeout, alive=service.alive)
             else:
                 problem = wait_inside(self._exec, service, port, health_path, ready_timeout)
@@ -151,6 +196,21 @@ class DockerSandbox:
                                       f"{': ' + last if last else ''}; see {log_path}", service.logs())
         return service
 
+    def publish(self, port: int) -> Published:
+        """Make the container's 127.0.0.1:port answer at the host's 127.0.0.1:port (a relay, no network)."""
+        if self.network_mode == "host":
+            return Published()  # already the host's own port
+        sock = Path(self._relay_dir, f"{port}.sock")
+        exec_id, pid_file = self._exec.spawn(f"exec python3 -c {shlex.quote(RELAY_IN_CONTAINER)} {sock} {port}",
+                                             cwd="/", env={}, log_path=self.logdir / f"relay-{port}.log")
+        relay = DockerService(f"relay-{port}", None, self._exec, exec_id, pid_file, self.logdir / f"relay-{port}.log")
+        try:
+            listener = HostListener(port, sock)
+        except OSError as exc:
+            relay.stop(grace_s=1)
+            raise SandboxError(f"cannot publish port {port} on 127.0.0.1 ({exc.strerror}): pick a free port") from exc
+        return Published(listener, relay)
+
     def read_file(self, path: str) -> str:
         return Path(self.workdir, path).read_text(encoding="utf-8", errors="replace")
 
@@ -160,6 +220,7 @@ class DockerSandbox:
         target.write_text(text, encoding="utf-8")
 
     def _cleanup_tmp(self) -> None:
+        shutil.rmtree(self._relay_dir, ignore_errors=True)
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None

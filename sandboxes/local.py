@@ -13,6 +13,7 @@ import weakref
 from pathlib import Path
 
 from sandboxes.base import HEAD_KEEP, OUTPUT_LIMIT, CommandResult, SandboxError
+from sandboxes.environ import sandbox_environ
 from sandboxes.health import wait_ready
 from sandboxes.watchdog import kill_marked, process_start
 
@@ -29,14 +30,6 @@ def _read_capped(path: Path, limit: int = OUTPUT_LIMIT, head: int = HEAD_KEEP) -
     cut = size - len(first) - len(last)
     return (first.decode("utf-8", "replace") + f"\n[... {cut} bytes cut by rocport ...]\n"
             + last.decode("utf-8", "replace"))
-
-
-_SECRET_HINTS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
-
-
-def scrubbed_environ() -> dict[str, str]:
-    """This process's environment minus anything named like a credential: keys never enter sandboxes."""
-    return {k: v for k, v in os.environ.items() if not any(h in k.upper() for h in _SECRET_HINTS)}
 
 
 def _kill_group(proc: subprocess.Popen, grace_s: float) -> None:
@@ -101,7 +94,7 @@ class LocalSandbox:
         if not path.is_dir():
             raise SandboxError(f"workdir {path} does not exist: create it or pass an existing repo checkout")
         self.workdir = str(path)
-        self.base_env = dict(env) if env is not None else scrubbed_environ()
+        self.base_env = {**sandbox_environ(), **(env or {})}
         self._tmp = tempfile.TemporaryDirectory(prefix="rocport-local-")
         self.logdir = Path(logdir) if logdir else Path(self._tmp.name)
         self.logdir.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,7 @@ import signal
 import socket
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
 
 from sandboxes.base import Sandbox, Service
@@ -170,11 +170,20 @@ def running_server(sandbox: Sandbox, template: str, *, model_path: str, port: in
     """Launch and smoke-check; the server stays up inside the `with` block (e.g. for a benchmark at
     `result.base_url`) and is stopped on exit, when the log is captured and a failed load diagnosed.
 
-    The sandbox must expose the port on this machine's `host` (LocalSandbox, DockerSandbox(network=True)).
+    A sandbox with a `publish(port)` (DockerSandbox) makes the port answer on this machine's loopback.
     """
-    if getattr(sandbox, "network", True) is False:
-        raise ServeError("the sandbox has no network: create DockerSandbox(..., network=True) to serve")
     port = port or free_port(host)
+    publish = getattr(sandbox, "publish", None)
+    with publish(port) if publish else nullcontext():
+        yield from _serve(sandbox, template, port, model_path=model_path, tp=tp, dp=dp, host=host,
+                          health_path=health_path, models_path=models_path, ready_timeout=ready_timeout,
+                          smoke_prompt=smoke_prompt, smoke_max_tokens=smoke_max_tokens, env=env, name=name,
+                          stop_grace_s=stop_grace_s)
+
+
+def _serve(sandbox: Sandbox, template: str, port: int, *, model_path: str, tp: int, dp: int, host: str,
+           health_path: str, models_path: str, ready_timeout: float, smoke_prompt: str, smoke_max_tokens: int,
+           env: dict[str, str] | None, name: str, stop_grace_s: float) -> Iterator[ServeResult]:
     cmd = launch_command(template, model_path=model_path, port=port, tp=tp, dp=dp, host=host)
     result = ServeResult(command=cmd, base_url=f"http://{host}:{port}")
     start = time.monotonic()

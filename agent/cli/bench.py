@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 from dataclasses import replace
 from pathlib import Path
@@ -85,6 +86,9 @@ def bench(
     extra_body: str = typer.Option(None, "--extra-body", help="JSON object merged into every request body, "
                                    "e.g. '{\"stream_options\": {\"include_usage\": true}}' for a server that "
                                    "rejects continuous_usage_stats."),
+    api_key_env: str = typer.Option(None, "--api-key-env", metavar="NAME",
+                                    help="Send the value of this environment variable as the bearer token "
+                                         "(none is sent otherwise)."),
     output: Path = typer.Option(None, "--output", help="Write the result JSON here."),
     as_json: bool = typer.Option(False, "--json", help="Print the result JSON instead of the table."),
 ) -> None:
@@ -96,6 +100,7 @@ def bench(
                    "`rocport bench compare A.json B.json`")
     if output and not output.resolve().parent.is_dir():  # checked first: a long run must not end unwritable
         raise fail(f"--output {output}: directory {output.resolve().parent} does not exist; create it first")
+    api_key = _api_key(api_key_env)
     try:
         wl = _workload(isl, osl, preset_name, num_prompts, prefix_hit, prefix_groups, seed, vocab_size)
         extra = _extra_body(extra_body)
@@ -103,7 +108,8 @@ def bench(
         cfg = BenchConfig(extra_body=extra, base_url=base_url, model=model, workload=wl, endpoint=endpoint,
                           max_concurrency=max_concurrency, request_rate=request_rate, warmup=warmup,
                           prime_rounds=prime_rounds, single_stream=single_stream, slo_ttft_ms=slo_ttft_ms,
-                          slo_tpot_ms=slo_tpot_ms, timeout_s=timeout, max_failure_rate=max_failure_rate)
+                          slo_tpot_ms=slo_tpot_ms, timeout_s=timeout, max_failure_rate=max_failure_rate,
+                          api_key=api_key)
         result = _run_with_progress(cfg)
     except (WorkloadError, BenchConfigError, ValueError) as exc:
         raise fail(str(exc)) from None
@@ -129,6 +135,16 @@ def _run_with_progress(cfg: BenchConfig) -> BenchResult:
     with BenchProgress(output_console(stderr=True), totals) as progress:
         run = run_async(run_benchmark(cfg, plan, on_done=progress))
     return result_from_run(run, cfg)
+
+
+def _api_key(name: str | None) -> str | None:
+    """The bearer token named by --api-key-env; no flag, no token (keys are never sent by default)."""
+    if not name:
+        return None
+    value = os.environ.get(name)
+    if not value:
+        raise fail(f"--api-key-env {name}: the environment variable {name} is not set; export it or drop the flag")
+    return value
 
 
 def _extra_body(text: str | None) -> dict:

@@ -70,12 +70,12 @@ class RunEnv:
             workdir = str(self.rundir.repo)
             env = self.profile_env()
             if self.job.sandbox.backend == "local":
-                from sandboxes.local import LocalSandbox, scrubbed_environ
-                self._sandbox = LocalSandbox(workdir, env={**scrubbed_environ(), **env}, logdir=self.rundir.logs)
+                from sandboxes.local import LocalSandbox
+                self._sandbox = LocalSandbox(workdir, env=env, logdir=self.rundir.logs)
             else:
                 from sandboxes.docker import DockerSandbox
-                # the server must be reachable from the host for health checks and the benchmark
-                network = self.job.sandbox.network or bool(self.job.model.path)
+                # no network unless the job asks: the server is reached through a published loopback port
+                network = self.job.sandbox.network
                 model = self.job.model.path
                 mounts = [f"{Path(model).resolve()}:{Path(model).resolve()}:ro"] if model else []
                 self._sandbox = DockerSandbox(self.image(), workdir, network=network, env=env,

@@ -17,7 +17,7 @@ def validate_built(repo: Path, cell: Cell) -> tuple[dict, dict | None, list[dict
     model = str(Path(cell.model.path).expanduser().resolve())
     env = {k: v.replace("{arch}", cell.target.arch) for k, v in profile.env.items()}
     stages: dict = {}
-    with DockerSandbox(cell.target.image, repo, network=True, env=env, mounts=[f"{model}:{model}:ro"]) as sb:
+    with DockerSandbox(cell.target.image, repo, env=env, mounts=[f"{model}:{model}:ro"]) as sb:
         if profile.load_check:
             result = sb.run(profile.load_check.replace("{model_path}", model), timeout=600)
             if not result.ok:

@@ -150,3 +150,17 @@ def test_rocport_fix_on_an_armed_checkout_runs_nothing(git_repo, tmp_path, hipcc
     assert gitops.current_branch(root).startswith("rocport/fix-")
     assert "Guard CUDA headers" in gitops.git(root, "log", "-1", "--format=%s")
     assert not mark.exists()
+
+
+def test_code_in_the_container_cannot_rewrite_the_clones_git_dir(git_repo, rocm_image):
+    from sandboxes.docker import DockerSandbox
+
+    repo = git_repo({"a.txt": "a\n"})
+    before = (repo / ".git/config").read_text()
+    with DockerSandbox(rocm_image, repo) as sb:
+        wrote = sb.run("printf '[core]\\n\\tfsmonitor = touch /tmp/x\\n' >> .git/config; "
+                       "echo '#!/bin/sh' > .git/hooks/post-commit")
+        build = sb.run("echo built > out.txt && cat .git/HEAD")
+    assert not wrote.ok and "Read-only file system" in wrote.stderr
+    assert build.ok and "refs/heads/main" in build.stdout and (repo / "out.txt").exists()
+    assert (repo / ".git/config").read_text() == before and not (repo / ".git/hooks/post-commit").exists()

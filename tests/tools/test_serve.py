@@ -216,9 +216,19 @@ def test_tinyserve_with_mtp_name_fault_is_diagnosed(tinyserve):
     assert names[0].file == "tinyserve/models/glm_moe.py"
 
 
-def test_sandbox_without_network_is_refused_before_launch(server_repo, rocm_image):
+def test_server_in_a_container_without_network_answers_on_a_published_loopback_port(server_repo, rocm_image):
+    """No host networking: the container has no network at all, the host still reaches the server."""
+    import urllib.request
+
     from sandboxes.docker import DockerSandbox
 
-    with DockerSandbox(rocm_image, server_repo, network=False) as sandbox, \
-            pytest.raises(ServeError, match="network=True"):
-        serve_check(sandbox, "python3 server.py ok {port} /dev/null", model_path="/m")
+    with DockerSandbox(rocm_image, server_repo, network=False) as sandbox:
+        assert sandbox.container.attrs["HostConfig"]["NetworkMode"] == "none"
+        with running_server(sandbox, "python3 server.py ok {port} /dev/null", model_path="/m",
+                            ready_timeout=60) as result:
+            assert result.ok, (result.reason, result.log_excerpt)
+            assert result.base_url.startswith("http://127.0.0.1:")
+            with urllib.request.urlopen(result.base_url + "/health", timeout=5) as reply:
+                assert reply.status == 200
+        outward = sandbox.run("python3 -c \"import socket; socket.create_connection(('1.1.1.1', 53), timeout=3)\"")
+        assert not outward.ok and "unreachable" in (outward.stderr + outward.stdout).lower()

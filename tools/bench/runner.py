@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -53,6 +52,8 @@ class BenchConfig:
     """Seconds per request before it counts as failed; None: `request_timeout(workload)`."""
     max_failure_rate: float = 0.0
     extra_body: dict = field(default_factory=dict)
+    api_key: str | None = field(default=None, repr=False)
+    """Sent as a bearer token only when given (`--api-key-env`); never recorded in results."""
 
     def __post_init__(self) -> None:
         if self.timeout_s is None:
@@ -145,7 +146,7 @@ async def run_benchmark(cfg: BenchConfig, plan: Plan | None = None,
         raise BenchConfigError("https is not supported by the benchmark client; use http:// and run the "
                                "client next to the server")
     pool = ConnectionPool(host, port)
-    client = StreamClient(pool, path, host_header, cfg.timeout_s, api_key=os.environ.get("OPENAI_API_KEY"))
+    client = StreamClient(pool, path, host_header, cfg.timeout_s, api_key=cfg.api_key)
     conc = cfg.max_concurrency
     try:
         try:

@@ -45,6 +45,8 @@ class Seen:
     cached: int = 0
     path: str = ""
     rid: str = ""
+    auth: str = ""
+    """The Authorization header, when the client sent one."""
 
 
 @dataclass
@@ -107,7 +109,8 @@ class SSEServer:
                     await writer.drain()
                     continue
                 rid = next((ln.split(":", 1)[1].strip() for ln in lines if ln.lower().startswith("x-request-id")), "")
-                seen = Seen(body, time.perf_counter(), path=lines[0].split(" ")[1], rid=rid)
+                auth = next((ln.split(":", 1)[1].strip() for ln in lines if ln.lower().startswith("authorization")), "")
+                seen = Seen(body, time.perf_counter(), path=lines[0].split(" ")[1], rid=rid, auth=auth)
                 self.seen.append(seen)
                 # The n-th request by its id, so a resent request meets the same fate.
                 nth = int(rid.rsplit("-", 1)[1]) if rid[-1:].isdigit() else len(self.seen)
