@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
+from tools.host_paths import public_text
 from tools.report import PERCENTILES, RunView, bench_rows
 
 NATIVE_SUFFIXES = {".cu", ".cuh", ".c", ".cc", ".cpp", ".cxx", ".h", ".hpp", ".hip", ".inl"}
@@ -68,7 +69,7 @@ def commit_message(outcome: dict, view: RunView) -> str:
     body = [_subject(outcome, view), "", f"This removes the ROCm {failure.get('kind')} failure{where}:", "",
             f"    {failure.get('message', '').strip()}", "", prop.get("rationale", "").strip(), "",
             "Evidence:"] + _checks(outcome)
-    return "\n".join(body).rstrip() + "\n"
+    return public_text("\n".join(body).rstrip() + "\n", view)
 
 
 def subject_of_run(view: RunView) -> tuple[str, str]:
@@ -180,7 +181,7 @@ def pr_description(view: RunView, commits: list[str]) -> str:
     lines += _accuracy(s)
     lines += _tune_markdown(view.path)
     lines += ["## Not validated here", ""] + _not_validated(view, kept)
-    return "\n".join(lines) + "\n"
+    return public_text("\n".join(lines) + "\n", view)
 
 
 def _accuracy(state: dict) -> list[str]:

@@ -9,6 +9,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tools.host_paths import public_text
+
 LATENCY_METRICS = (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL"), ("e2e_latency", "E2E"))
 PERCENTILES = ("mean", "median", "p90", "p95", "p99")
 THROUGHPUTS = (("request_throughput", "requests/s"), ("output_throughput", "output tok/s"),
@@ -225,7 +227,7 @@ def render_markdown(view: RunView) -> str:
         if bench.get("invalid_reasons"):
             lines += ["", f"**INVALID:** {'; '.join(bench['invalid_reasons'])}"]
     lines += _tune_markdown(view.path)
-    return "\n".join(lines) + "\n"
+    return public_text("\n".join(lines) + "\n", view)
 
 
 def _tune_markdown(run_dir: Path) -> list[str]:

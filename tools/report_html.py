@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from tools import git as gitops
+from tools.host_paths import public_text
 from tools.report import (PERCENTILES, LATENCY_METRICS, RunView, bench_rows, failure_fates, phase_timeline,
                           scan_rows, stage_rows)
 from tools.report_svg import panels_svg, timeline_svg
@@ -140,7 +141,7 @@ def render_html(view: RunView) -> str:
     badge = status if status in ("green", "partial") else "failed"
     meta = _table(["", ""], _esc_rows(header_rows(view)), "run-meta").replace('<table id="run-meta">',
                                                                                  '<table id="run-meta" class="meta">')
-    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
+    return public_text(f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
 <title>rocport run {esc(view.run_id)}</title><style>{_CSS}</style></head><body>
 <h1>rocport run {esc(view.run_id)} <span class="badge {badge}" id="status-badge">{esc(status)}</span></h1>
 <p>{esc(s.get('stop_reason', ''))}</p>{meta}
@@ -149,7 +150,7 @@ def render_html(view: RunView) -> str:
 <h2>Benchmark</h2>{_bench(s.get("bench"))}{_tune_html(view.path)}
 <script type="application/json" id="bench-json">{raw}</script>
 </body></html>
-"""
+""", view)
 
 
 def _tune_html(run_dir) -> str:

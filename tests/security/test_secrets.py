@@ -8,7 +8,6 @@ from typer.testing import CliRunner
 from agent.cli import app
 from sandboxes.environ import allowed, sandbox_environ
 from sandboxes.local import LocalSandbox
-from tests.tools.bench.conftest import sse_server  # noqa: F401  (the real streaming server fixture)
 from tests.tools.bench.sse_server import Behaviour
 
 CANARY = "canary-5b1e0c77-do-not-leak"
