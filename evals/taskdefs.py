@@ -15,6 +15,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from tools import git as gitops
 from tools.records import KINDS
 
 EVALS_DIR = Path(__file__).resolve().parent
@@ -149,8 +150,7 @@ def copy_framework(framework: str, dest: Path) -> Path:
 
 
 def _git(dest: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", *args], cwd=dest, capture_output=True, text=True, check=False,
-                          env={**os.environ, **_GIT_ENV})
+    return gitops.run(dest, *args, env=_GIT_ENV, ok=range(256))
 
 
 def materialize(task: Task, dest: str | os.PathLike) -> Path:

@@ -9,8 +9,16 @@ from pathlib import Path
 
 from tools import git as gitops
 from tools.host_paths import public_text
-from tools.report import (PERCENTILES, LATENCY_METRICS, RunView, bench_rows, failure_fates, phase_timeline,
-                          scan_rows, stage_rows)
+from tools.report import (
+    LATENCY_METRICS,
+    PERCENTILES,
+    RunView,
+    bench_rows,
+    failure_fates,
+    phase_timeline,
+    scan_rows,
+    stage_rows,
+)
 from tools.report_svg import panels_svg, timeline_svg
 
 _CSS = """body{font:14px system-ui,sans-serif;margin:24px;max-width:1200px;color:#1f2328}

@@ -73,10 +73,10 @@ def test_missing_workdir_is_a_one_line_error(tmp_path):
 def test_credentials_never_reach_the_sandbox(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-should-not-leak")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp-should-not-leak")
-    monkeypatch.setenv("ROCPORT_VISIBLE", "yes")
+    monkeypatch.setenv("HIP_VISIBLE_DEVICES", "0")
     with LocalSandbox(tmp_path) as sb:
         out = sb.run("env").stdout
-    assert "should-not-leak" not in out and "ROCPORT_VISIBLE=yes" in out
+    assert "should-not-leak" not in out and "HIP_VISIBLE_DEVICES=0" in out
 
 
 def test_timeout_kills_what_escaped_with_setsid(tmp_path):

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -138,6 +140,33 @@ def test_a_build_that_arms_the_clone_runs_nothing_on_the_host_through_port_pr_an
     assert list((home / "runs" / result.run_id / "pr").glob("*.patch"))
     again = resume_port(result.run_id)
     assert again.status == "green"
+    assert not mark.exists()
+
+
+def test_resume_after_kill_9_on_an_armed_clone_runs_nothing(tmp_path, git_repo, hipcc, nvcc):
+    """The resume resets the clone to the last kept patch and commits again: still no repo command."""
+    home, mark = tmp_path / "home", tmp_path / "mark"
+    env = {**os.environ, "ROCPORT_HOME": str(home), "MARK": str(mark), "BUILD_SLEEP": "3"}
+    env.pop("OPENAI_BASE_URL", None)
+    slow = ARMING_BUILD.replace("mkdir -p build\n", "sleep ${BUILD_SLEEP:-0}\nmkdir -p build\n")
+    repo = git_repo({**HEADER_FAULTS, "build.sh": slow})
+    job = [a for s in make_job(tmp_path, repo) for a in ("-c", s)]
+    proc = subprocess.Popen([*ROCPORT, "port", *job, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, start_new_session=True)
+    run_id = None
+    for line in proc.stdout:
+        event = json.loads(line) if line.startswith("{") else {}
+        run_id = event.get("run_id", run_id)
+        if event.get("event") == "build_started" and event.get("number") == 2:
+            time.sleep(1)
+            os.killpg(proc.pid, signal.SIGKILL)
+            break
+    proc.wait(timeout=60)
+    assert run_id and proc.returncode == -signal.SIGKILL
+    resumed = subprocess.run([*ROCPORT, "port", "--resume", run_id, "--json"], capture_output=True, text=True,
+                             env=env, timeout=600, check=False)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "fsmonitor" in (home / "runs" / run_id / "repo" / ".git/config").read_text()
     assert not mark.exists()
 
 
