@@ -28,6 +28,24 @@ def _not_run(state: PortState, env: RunEnv, why: str, what: str) -> dict:
     return {"stages": stages, "failures": [], "failure_stage": "serve"}
 
 
+class PublishedService:
+    """The server and its published loopback port: stopping the server closes the port too."""
+
+    def __init__(self, service, published):
+        self._service = service
+        self._published = published
+
+    def stop(self, *args, **kwargs):
+        try:
+            return self._service.stop(*args, **kwargs)
+        finally:
+            if self._published is not None:
+                self._published.close()
+
+    def __getattr__(self, name: str):
+        return getattr(self._service, name)
+
+
 def serve(state: PortState, env: RunEnv) -> dict:
     """Launch the server once, wait for health, send one smoke completion; keep it up for bench."""
     from tools.serve import free_port, launch_command, smoke_completion
@@ -44,7 +62,11 @@ def serve(state: PortState, env: RunEnv) -> dict:
     counters = dict(state.counters)
     counters["launches"] += 1
     env.observer.emit("serve_started", cmd=cmd, port=port, counters=counters)
-    service = env.sandbox().start(cmd, name=f"server-{counters['launches']}", env=env.profile_env())
+    sandbox = env.sandbox()
+    # a container without network: its port answers on this machine's loopback through a relay
+    published = sandbox.publish(port) if hasattr(sandbox, "publish") else None
+    service = PublishedService(sandbox.start(cmd, name=f"server-{counters['launches']}", env=env.profile_env()),
+                               published)
     problem = wait_ready(port, health_path=launch.health_path, timeout=launch.ready_timeout_s, alive=service.alive)
     smoke = ""
     if problem is None:
