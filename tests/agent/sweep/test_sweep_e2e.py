@@ -77,8 +77,11 @@ def test_two_nights_flag_the_regressions_and_resume_after_a_kill(matrix):
     _git(fw, "commit", "-qam", "fused activation includes cuda_runtime.h")
     _git(fw, "checkout", "-q", "stable")
     server = fw / "tinyserve/launch_server.py"
-    server.write_text(server.read_text().replace('"--token-delay-ms", type=float, default=0.0',
-                                                 '"--token-delay-ms", type=float, default=40.0'))
+    source = server.read_text()
+    slower = source.replace('default=0.0, help="simulated device cost per decoded sequence per step"',
+                            'default=40.0, help="simulated device cost per decoded sequence per step"')
+    assert slower != source, "the night-2 setup no longer finds tinyserve's --token-delay-ms default"
+    server.write_text(slower)
     _git(fw, "commit", "-qam", "slower server")
     _git(fw, "checkout", "-q", "main")
 
