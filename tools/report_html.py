@@ -71,7 +71,9 @@ def header_rows(view: RunView) -> list[list[str]]:
     model = job.get("model") or {}
     fw = job.get("framework") or {}
     target = job.get("target") or {}
-    return [["model", model.get("name") or model.get("path") or "(build only)"],
+    # the checkpoint's folder name: its host path would be rewritten to $MODEL_PATH for readers elsewhere
+    name = model.get("name") or (Path(str(model["path"])).name if model.get("path") else "(build only)")
+    return [["model", name],
             ["framework", f"{fw.get('profile', '?')} @ {fw.get('ref', 'main')} "
                           f"({str(s.get('base_commit', ''))[:12]})"],
             ["target", target.get("arch", "?")],

@@ -45,7 +45,7 @@ def test_html_header_badge_timeline_diffs_and_axes(tmp_path):
     dom, errors, shot = render(page, tmp_path)
     assert errors == []
     assert 'id="status-badge">green<' in dom
-    assert "<td>model</td><td>/ckpt/tiny-moe</td>" in dom and "<td>target</td><td>gfx950</td>" in dom
+    assert "<td>model</td><td>tiny-moe</td>" in dom and "/ckpt" not in dom and "<td>target</td><td>gfx950</td>" in dom
     assert "<td>image</td><td>rocport/rocm-build:6.4</td>" in dom
     assert 'id="timeline-chart"' in dom and "seconds since the run started" in dom
     # the kept patches' diffs, inline, coloured
