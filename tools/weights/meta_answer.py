@@ -5,6 +5,7 @@ import json
 import subprocess
 from pathlib import Path
 
+from sandboxes.environ import sandbox_environ
 from tools.weights.checkpoint import CheckpointError
 
 META_MODEL = Path(__file__).with_name("meta_model.py")
@@ -16,7 +17,9 @@ def run_meta_model(python: str, framework: str, checkpoint: Path) -> dict:
     root = checkpoint if checkpoint.is_dir() else checkpoint.parent
     cmd = [python, str(META_MODEL), "--framework", framework, "--model-path", str(root), "--with-draft"]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=META_TIMEOUT_S, check=False)
+        # the framework's own code runs here: it gets the sandbox allow-list, never the host's secrets
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=META_TIMEOUT_S, check=False,
+                              env=sandbox_environ())
     except FileNotFoundError as exc:
         raise CheckpointError(f"{python}: no such Python; pass --framework-python (a venv with torch and "
                               f"{framework}) or set ROCPORT_FRAMEWORK_PYTHON") from exc
