@@ -1,1 +1,1 @@
-"""The port loop and its decisions: config, graph, proposers, profiles, sweeps, CLI."""
+"""The port agent by layer: loop/, proposers/ (rules/, llm/), patch/, sweep/, tune/, profiles/, cli/ (the face)."""

@@ -4,6 +4,7 @@
 name the key (and the YAML line when known); the API key itself is never part of a job, only the
 name of the environment variable that holds it.
 """
+
 from __future__ import annotations
 
 import os
@@ -15,6 +16,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agent.tune.spec import TuneJob
+from agent.yamlconf import key_lines, read_yaml
+from tools.workload_spec import WorkloadSpec
 
 
 class JobError(ValueError):
@@ -63,8 +66,10 @@ class TargetSpec(_Section):
     @classmethod
     def _gfx_name(cls, value: str) -> str:
         if not re.fullmatch(r"gfx[0-9][0-9a-f]{2,3}(:[a-z]+[+-])*", value):
-            raise ValueError(f"{value!r} is not a gfx target name: use e.g. gfx90a (MI250), gfx942 (MI300X), "
-                             "gfx950 (MI355X)")
+            raise ValueError(
+                f"{value!r} is not a gfx target name: use e.g. gfx90a (MI250), gfx942 (MI300X), "
+                "gfx950 (MI355X)"
+            )
         return value
 
 
@@ -125,16 +130,9 @@ class ServeSpec(_Section):
     """Flags appended to the profile's launch command (e.g. a framework-specific server option)."""
 
 
-class BenchSpec(_Section):
-    """The benchmark workload run against the ported server."""
+class BenchSpec(WorkloadSpec):
+    """The benchmark workload run against the ported server (tools.bench.spec declares its keys)."""
 
-    preset: str | None = None
-    """A named workload of tools.bench (e.g. glm52); overrides the numbers below."""
-    isl: int = Field(64, ge=1)
-    osl: int = Field(16, ge=1)
-    num_prompts: int = Field(16, ge=1)
-    max_concurrency: int = Field(4, ge=1)
-    cache_hit_rate: float | None = Field(None, ge=0, le=1)
     enabled: bool = True
 
 
@@ -188,41 +186,11 @@ def _merge(base: dict, extra: dict) -> dict:
     return base
 
 
-def _yaml_lines(text: str) -> dict[tuple[str, ...], int]:
-    """Line number of every mapping key, by dotted path, for error messages."""
-    lines: dict[tuple[str, ...], int] = {}
-
-    def walk(node, prefix: tuple[str, ...]) -> None:
-        if isinstance(node, yaml.MappingNode):
-            for key_node, value_node in node.value:
-                path = prefix + (str(key_node.value),)
-                lines[path] = key_node.start_mark.line + 1
-                walk(value_node, path)
-
-    try:
-        walk(yaml.compose(text), ())
-    except yaml.YAMLError:
-        pass  # the loader reports malformed YAML itself
-    return lines
-
-
 def _read_yaml(path: Path) -> tuple[dict, dict[tuple[str, ...], int]]:
     if not path.is_file():
         raise JobError(f"job file {path} not found: pass an existing YAML file or key=value")
-    try:
-        text = path.read_text()
-    except UnicodeDecodeError as exc:
-        raise JobError(f"{path}: not a text file (bytes that are not UTF-8): pass a job YAML") from exc
-    try:
-        data = yaml.safe_load(text) or {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or "cannot parse"
-        raise JobError(f"{path}:{where}: malformed YAML: {problem}") from exc
-    if not isinstance(data, dict):
-        raise JobError(f"{path}: a job file is a YAML mapping (framework:, model:, ...), got {type(data).__name__}")
-    return data, _yaml_lines(text)
+    data, node = read_yaml(path, error=JobError, what="a job file (framework:, model:, ...)")
+    return data, key_lines(node)
 
 
 def load_job(sources: list[str]) -> PortJob:
@@ -255,11 +223,14 @@ def validate_job(data: dict, origins: dict[tuple[str, ...], str] | None = None) 
         where = (origins or {}).get(loc)
         suffix = f" ({where})" if where else ""
         if err["type"] == "extra_forbidden":
-            raise JobError(f"unknown key {'.'.join(loc)}{suffix}: check the spelling; "
-                           f"see agent/config.py for the keys a job accepts") from exc
+            raise JobError(
+                f"unknown key {'.'.join(loc)}{suffix}: check the spelling; "
+                f"see agent/config.py for the keys a job accepts"
+            ) from exc
         if err["type"] == "missing":
-            raise JobError(f"missing key {'.'.join(loc)}: set it in the job YAML or with "
-                           f"-c {'.'.join(loc)}=...") from exc
+            raise JobError(
+                f"missing key {'.'.join(loc)}: set it in the job YAML or with -c {'.'.join(loc)}=..."
+            ) from exc
         raise JobError(f"{'.'.join(loc)}{suffix}: {err['msg']}") from exc
 
 

@@ -1,4 +1,5 @@
 """rocport's installed version, for provenance in results and reports."""
+
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version

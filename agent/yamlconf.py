@@ -1,8 +1,14 @@
-"""Load user-written YAML into pydantic models with errors that name the file, line and key."""
+"""The one loader of user-written YAML (jobs, profiles, sweeps, eval tasks) into pydantic models, with
+errors that name the file, the line and the key.
+
+Each caller passes its own error class (JobError, ProfileError, TaskError, ...) so its CLI keeps
+reporting one line `rocport: error: ...`; the wording of every YAML problem is the same everywhere.
+"""
+
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -14,7 +20,7 @@ class ConfigError(ValueError):
     """A user config is wrong; one line naming where and what to do."""
 
 
-def _line_of(node: yaml.Node | None, loc: tuple) -> int | None:
+def line_of(node: yaml.Node | None, loc: tuple) -> int | None:
     """The 1-based line of the deepest YAML node along a pydantic error location."""
     line = None
     for part in loc:
@@ -34,32 +40,76 @@ def _line_of(node: yaml.Node | None, loc: tuple) -> int | None:
     return line
 
 
-def load_yaml_model(path: str | Path, model: type[M]) -> M:
-    """Parse and validate one YAML file; ConfigError on malformed YAML, unknown keys or bad values."""
+def key_lines(node: yaml.Node | None) -> dict[tuple[str, ...], int]:
+    """The line of every mapping key, by dotted path (for files merged before they are validated)."""
+    lines: dict[tuple[str, ...], int] = {}
+
+    def walk(node: yaml.Node | None, prefix: tuple[str, ...]) -> None:
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                path = (*prefix, str(key_node.value))
+                lines[path] = key_node.start_mark.line + 1
+                walk(value_node, path)
+
+    walk(node, ())
+    return lines
+
+
+def read_yaml(
+    path: str | Path, *, error: type[Exception] = ConfigError, what: str = "a YAML file"
+) -> tuple[dict[str, Any], yaml.Node | None]:
+    """The top-level mapping of one YAML file and its node tree (for line numbers); an empty file is {}.
+
+    `error` on an unreadable file, bytes that are not UTF-8, malformed YAML or a top level that is not a
+    mapping; `what` says what the file should be."""
     path = Path(path)
     try:
         text = path.read_text()
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}; pass the path of a YAML file") from exc
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not a text file (bytes that are not UTF-8): pass a YAML file") from exc
+        raise error(f"{path}: not a text file (bytes that are not UTF-8): pass {what}") from exc
+    except OSError as exc:
+        raise error(f"cannot read {path}: {exc.strerror}; pass the path of {what}") from exc
     try:
         node = yaml.compose(text)
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise ConfigError(f"{where}: malformed YAML ({getattr(exc, 'problem', exc)}): fix the syntax") from exc
+        where = f"{path}: line {mark.line + 1}" if mark else str(path)
+        problem = getattr(exc, "problem", None) or "cannot parse"
+        raise error(f"{where}: malformed YAML: {problem}; fix the syntax") from exc
+    if data is None:
+        return {}, node
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping of keys at the top level")
+        raise error(f"{path}: {what} is a YAML mapping of keys at the top level, got {type(data).__name__}")
+    return data, node
+
+
+def validate(
+    model: type[M],
+    data: dict[str, Any],
+    path: str | Path,
+    node: yaml.Node | None = None,
+    *,
+    error: type[Exception] = ConfigError,
+) -> M:
+    """`model` from `data` read out of `path`; `error` names the file, the line and the key."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = tuple(err["loc"])
-        line = _line_of(node, loc)
+        line = line_of(node, loc)
         key = ".".join(str(p) for p in loc)
         where = f"{path}:{line}" if line else str(path)
-        msg = {"extra_forbidden": "unknown key: check the spelling",
-               "missing": "missing key: add it"}.get(err["type"], err["msg"])
-        raise ConfigError(f"{where}: {key}: {msg}") from exc
+        msg = {"extra_forbidden": "unknown key: check the spelling", "missing": "missing key: add it"}.get(
+            err["type"], err["msg"]
+        )
+        raise error(f"{where}: {key}: {msg}") from exc
+
+
+def load_yaml_model(
+    path: str | Path, model: type[M], *, error: type[Exception] = ConfigError, what: str = "a YAML file"
+) -> M:
+    """Parse and validate one YAML file; `error` on malformed YAML, unknown keys or bad values."""
+    data, node = read_yaml(path, error=error, what=what)
+    return validate(model, data, path, node, error=error)

@@ -7,6 +7,7 @@ and rich). Median and best of --repeat runs; on a loaded machine the floors show
 
     python3 evals/bench_cli_start.py [--repeat 15]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,10 @@ def first_byte_seconds(cmd: list[str]) -> tuple[float, float]:
     (CPU time is what a loaded machine distorts least)."""
     cpu = _children_cpu()
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**os.environ, "COLUMNS": "120"})
-    assert proc.stdout is not None
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**os.environ, "COLUMNS": "120"}
+    )
+    assert proc.stdout is not None  # noqa: S101 (narrowing: stdout=PIPE always sets it)
     proc.stdout.read(1)
     elapsed = time.perf_counter() - start
     proc.stdout.read()
@@ -59,16 +62,24 @@ def main(argv: list[str] | None = None) -> int:
         (tree / "csrc" / "x.cu").write_text("#include <cuda_bf16.h>\n__global__ void k() { __syncwarp(); }\n")
         cases = {
             "python -c print(1)  (floor)": [sys.executable, "-c", "print(1)"],
-            "import typer, pydantic, rich (floor)": [sys.executable, "-c", "import typer, pydantic, rich.console; print(1)"],
+            "import typer, pydantic, rich (floor)": [
+                sys.executable,
+                "-c",
+                "import typer, pydantic, rich.console; print(1)",
+            ],
             "rocport diagnose small.log": [*_rocport(), "diagnose", str(log)],
             "rocport scan tiny-repo": [*_rocport(), "scan", str(tree)],
         }
-        print(f"{args.repeat} runs each: first byte median / best (wall), and CPU of the whole process (median)")
+        print(
+            f"{args.repeat} runs each: first byte median / best (wall), and CPU of the whole process (median)"
+        )
         for label, cmd in cases.items():
             runs = [first_byte_seconds(cmd) for _ in range(args.repeat)]
             walls, cpus = [r[0] for r in runs], [r[1] for r in runs]
-            print(f"  {label:40} {statistics.median(walls) * 1000:7.0f} ms / {min(walls) * 1000:6.0f} ms"
-                  f"   cpu {statistics.median(cpus) * 1000:6.0f} ms")
+            print(
+                f"  {label:40} {statistics.median(walls) * 1000:7.0f} ms / {min(walls) * 1000:6.0f} ms"
+                f"   cpu {statistics.median(cpus) * 1000:6.0f} ms"
+            )
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"load average {load:.1f} on {os.cpu_count()} CPUs")
     return 0

@@ -6,6 +6,7 @@ tuned on dev/, and test/ is read only through its scores (`--show-test` lists it
 
     python3 evals/bench_diagnose_real.py [--show-test] [--json]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,8 +18,10 @@ from evals.diagnose_real import FIELDS, SPLITS, TARGETS, SplitScore, score_split
 
 def _line(score: SplitScore) -> str:
     rates = "  ".join(f"{name} {score.rate(name):6.1%}" for name in FIELDS)
-    return (f"{score.split:5} {len(score.results):3} logs  {rates}  crashes {len(score.crashes)}"
-            f"  max {score.max_seconds * 1000:6.1f} ms/log")
+    return (
+        f"{score.split:5} {len(score.results):3} logs  {rates}  crashes {len(score.crashes)}"
+        f"  max {score.max_seconds * 1000:6.1f} ms/log"
+    )
 
 
 def _misses(score: SplitScore) -> list[str]:
@@ -41,11 +44,26 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     scores = [score_split(split) for split in SPLITS]
     if args.json:
-        print(json.dumps({s.split: {"logs": len(s.results), **{n: round(s.rate(n), 4) for n in FIELDS},
-                                    "crashes": len(s.crashes), "max_seconds": round(s.max_seconds, 4)}
-                          for s in scores}, indent=2))
+        print(
+            json.dumps(
+                {
+                    s.split: {
+                        "logs": len(s.results),
+                        **{n: round(s.rate(n), 4) for n in FIELDS},
+                        "crashes": len(s.crashes),
+                        "max_seconds": round(s.max_seconds, 4),
+                    }
+                    for s in scores
+                },
+                indent=2,
+            )
+        )
         return 0
-    print("targets on test/: " + "  ".join(f"{n} >= {t:.0%}" for n, t in TARGETS.items()) + ", no crash, < 1 s/log")
+    print(
+        "targets on test/: "
+        + "  ".join(f"{n} >= {t:.0%}" for n, t in TARGETS.items())
+        + ", no crash, < 1 s/log"
+    )
     for score in scores:
         print(_line(score))
     for score in scores:

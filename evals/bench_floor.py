@@ -4,6 +4,7 @@ It sends the same requests over the same kind of keep-alive pool on uvloop and o
 of each request's first read and its end; its CPU per read is what the event loop and the socket
 reads cost before a client parses anything. evals/bench_client.py prints it next to rocport's.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -40,8 +41,10 @@ async def floor_run(port: int, conc: int, rounds: int, osl: int) -> dict:
     async def one(conn: _NoOpReader, rid: str) -> None:
         conn.done, conn.first = loop.create_future(), 0.0
         start = perf_counter()
-        conn.transport.write(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-Request-Id: %s\r\n"
-                             b"Content-Length: %d\r\n\r\n%s" % (rid.encode(), len(body), body))
+        conn.transport.write(
+            b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-Request-Id: %s\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (rid.encode(), len(body), body)
+        )
         await conn.done
         firsts.append((rid, start, conn.first))
 

@@ -4,15 +4,18 @@ against labels kept in the repo, and wall time against grep of the same patterns
 vLLM: the pinned sdist is downloaded from PyPI at run time into ~/.cache/rocport-evals (never into
 the repo) and its csrc/ is scanned with the vllm profile, whose CMake HIP source lists split the
 findings into "compiled for ROCm" and "not in the ROCm build". sglang: sgl-kernel has no sdist on
-PyPI, so pass a checkout with --sglang PATH (its setup_rocm.py splits the findings).
+PyPI, so the pinned commit's source archive is downloaded from GitHub (only sgl-kernel/ is unpacked,
+checked against a digest of its files), or pass a checkout with --sglang PATH; its setup_rocm.py
+splits the findings.
 
 Labels (evals/labels/scan_real/<split>/<source>.json, split once by source: dev = vLLM,
 test = sglang): `findings` are reported findings judged by reading the code (file, line, symbol,
 verdict tp/fp, why); `true_positives` are real ROCm blockers found by reading the tree
 independently of the scanner (grep for the constructs, then the code around each).
 
-    python3 -m evals.bench_real_scan [--repeat 3] [--sglang PATH] [--cache DIR]
+    python3 -m evals.bench_real_scan [--repeat 3] [--sglang PATH | --no-sglang] [--python] [--cache DIR]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,10 +23,13 @@ import hashlib
 import json
 import os
 import tarfile
+import tempfile
 import urllib.parse
 import urllib.request
+from collections import Counter
 from pathlib import Path
 
+from agent.profiles import load_profile
 from evals.bench_scan import best_of, run_grep
 from tools.records import Failure
 from tools.scan import scan_report
@@ -31,6 +37,12 @@ from tools.scan import scan_report
 VLLM_VERSION = "0.34.0"
 VLLM_SHA256 = "fcad848b246a9d8652b47e6425af92334dc02492f9802720f54e27b823cf0113"
 PYPI_JSON = "https://pypi.org/pypi/{name}/json"
+SGLANG_COMMIT = "7b9156c773f0467df80cc849637d94a4522a8b5e"
+SGLANG_ARCHIVE = "https://codeload.github.com/sgl-project/sglang/tar.gz/{commit}"
+SGLANG_PYTHON_DIGEST = "6df9aab740c6dcd1af406000e43c5715f528203e97abbbdd2db1bf115ceb6113"
+"""tree_digest() of python/ at SGLANG_COMMIT."""
+SGL_KERNEL_DIGEST = "d94e695e2e9c0a474fd26077c65ab78295265a12b133ce575a73d081ccaf4b2b"
+"""tree_digest() of sgl-kernel/ at SGLANG_COMMIT."""
 LABELS = Path(__file__).parent / "labels" / "scan_real"
 
 
@@ -45,17 +57,55 @@ def fetch_vllm(cache: Path) -> Path:
     archive = cache / f"vllm-{VLLM_VERSION}.tar.gz"
     if not archive.is_file():
         index_url = PYPI_JSON.format(name="vllm")
-        with urllib.request.urlopen(index_url, timeout=60) as resp:
+        with urllib.request.urlopen(index_url, timeout=60) as resp:  # noqa: S310 (fixed https PyPI URL)
             index = json.load(resp)
-        sdists = [u for u in index["releases"].get(VLLM_VERSION, index["urls"]) if u["packagetype"] == "sdist"]
+        sdists = [
+            u for u in index["releases"].get(VLLM_VERSION, index["urls"]) if u["packagetype"] == "sdist"
+        ]
         if not sdists:
             raise SystemExit(f"bench_real_scan: PyPI lists no sdist for vllm {VLLM_VERSION}")
-        urllib.request.urlretrieve(urllib.parse.urljoin(index_url, sdists[0]["url"]), archive)
+        urllib.request.urlretrieve(urllib.parse.urljoin(index_url, sdists[0]["url"]), archive)  # noqa: S310 (PyPI's)
     if hashlib.sha256(archive.read_bytes()).hexdigest() != VLLM_SHA256:
         archive.unlink()
         raise SystemExit(f"bench_real_scan: vllm-{VLLM_VERSION}.tar.gz does not match its pinned sha256")
     with tarfile.open(archive) as tar:
         tar.extractall(cache, filter="data")
+    return tree
+
+
+def tree_digest(root: Path) -> str:
+    """sha256 over every file's relative path and sha256, in path order: archives of the same
+    commit differ in bytes (compression, timestamps) but not in this."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        digest.update(
+            f"{path.relative_to(root).as_posix()}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode()
+        )
+    return digest.hexdigest()
+
+
+def fetch_sglang(cache: Path, url: str | None = None) -> Path:
+    """sglang's sgl-kernel/ and python/ at the pinned commit, unpacked under `cache` (the rest of
+    the 1 GB repository is never unpacked) and checked against their digests."""
+    tree = cache / f"sglang-{SGLANG_COMMIT[:7]}"
+    if not (tree / "sgl-kernel" / "setup_rocm.py").is_file() or not (tree / "python").is_dir():
+        archive = cache / f"sglang-{SGLANG_COMMIT[:7]}.tar.gz"
+        if not archive.is_file():
+            cache.mkdir(parents=True, exist_ok=True)
+            # a pinned https archive URL (ours, or the one the caller passes for a mirror)
+            urllib.request.urlretrieve(url or SGLANG_ARCHIVE.format(commit=SGLANG_COMMIT), archive)  # noqa: S310
+        with tarfile.open(archive) as tar:
+            members = []
+            for member in tar.getmembers():
+                _, _, rest = member.name.partition("/")
+                if rest.startswith(("sgl-kernel/", "python/")):
+                    member.name = rest
+                    members.append(member)
+            tar.extractall(tree, members=members, filter="data")
+    if tree_digest(tree / "sgl-kernel") != SGL_KERNEL_DIGEST:
+        raise SystemExit(
+            f"bench_real_scan: {tree}/sgl-kernel does not match sglang {SGLANG_COMMIT[:7]}; remove it"
+        )
     return tree
 
 
@@ -70,8 +120,11 @@ def _reported(findings: list[Failure], file: str, line: int, symbol: str | None 
 
 def score(findings: list[Failure], labels: dict) -> tuple[str, str]:
     """Precision over labelled reported findings, recall over labelled true positives."""
-    judged = [item for item in labels.get("findings", [])
-              if _reported(findings, item["file"], item["line"], item["symbol"])]
+    judged = [
+        item
+        for item in labels.get("findings", [])
+        if _reported(findings, item["file"], item["line"], item["symbol"])
+    ]
     tp = sum(item["verdict"] == "tp" for item in judged)
     stale = len(labels.get("findings", [])) - len(judged)
     precision = f"{tp}/{len(judged)} = {tp / len(judged):.0%}" if judged else "n/a"
@@ -83,12 +136,18 @@ def score(findings: list[Failure], labels: dict) -> tuple[str, str]:
     return precision, recall + (f"; missed {', '.join(missed)}" if missed else "")
 
 
-def evaluate(name: str, root: Path, profile: str, labels_path: Path, repeat: int) -> None:
+def evaluate(name: str, root: Path, profile_name: str, labels_path: Path, repeat: int) -> None:
     """Scan, time against grep, print the groups and the scores for one tree."""
     run_grep(root)  # warm the page cache for both sides
-    scan_report(root, profile=profile)  # and import what the scan imports (pydantic, the profile)
+    profile = load_profile(profile_name)  # loaded once, as `rocport scan --profile` does
+    scan_report(root, profile=profile)  # and import what the scan imports (pydantic)
     grep_s, grep_lines, grep_cpu = best_of(repeat, lambda: run_grep(root))
     scan_s, report, scan_cpu = best_of(repeat, lambda: scan_report(root, profile=profile))
+    with tempfile.TemporaryDirectory() as cache:  # what `rocport scan` does by default
+        scan_report(root, profile=profile, cache_dir=Path(cache))
+        warm_s, _, warm_cpu = best_of(
+            repeat, lambda: scan_report(root, profile=profile, cache_dir=Path(cache))
+        )
     print(f"== {name}: {root}")
     print(f"ROCm source list: {report.build}")
     print(f"compiled for ROCm: {len(report.findings)} finding(s)")
@@ -101,24 +160,66 @@ def evaluate(name: str, root: Path, profile: str, labels_path: Path, repeat: int
     labels = json.loads(labels_path.read_text()) if labels_path.is_file() else {}
     precision, recall = score(report.findings + report.outside_build, labels)
     print(f"labels {labels_path.relative_to(LABELS.parent.parent)}: precision {precision}; recall {recall}")
-    print(f"wall: scan {scan_s:.2f} s, grep -rE {grep_s:.2f} s ({grep_lines} lines), "
-          f"ratio {scan_s / grep_s:.2f}x grep (best of {repeat}); cpu: scan {scan_cpu:.2f} s, grep "
-          f"{grep_cpu:.2f} s, ratio {scan_cpu / max(grep_cpu, 1e-3):.2f}x; load average {os.getloadavg()[0]:.1f}")
+    print(f"grep -rE: wall {grep_s:.2f} s, cpu {grep_cpu:.2f} s ({grep_lines} lines); best of {repeat}")
+    for what, wall, cpu in (("fresh", scan_s, scan_cpu), ("cached (files unchanged)", warm_s, warm_cpu)):
+        print(
+            f"scan {what}: wall {wall:.2f} s = {wall / grep_s:.1f}x grep, "
+            f"cpu {cpu:.2f} s = {cpu / max(grep_cpu, 1e-3):.1f}x grep"
+        )
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+
+
+def evaluate_python(name: str, root: Path, profile: str, labels_path: Path) -> None:
+    """A framework's Python tree: findings per kind and precision on the labelled sample."""
+    loaded = load_profile(profile)
+    wall, report, cpu = best_of(1, lambda: scan_report(root, profile=loaded))
+    kinds = Counter(f.kind for f in report.findings)
+    print(f"== {name}: {report.files_scanned} files, scan wall {wall:.1f} s, cpu {cpu:.1f} s")
+    print(f"findings: {len(report.findings)} ({', '.join(f'{n} {k}' for k, n in kinds.most_common())})")
+    labels = json.loads(labels_path.read_text())
+    for sample in sorted({x.get("sample", "") for x in labels["findings"]}):
+        part = {"findings": [x for x in labels["findings"] if x.get("sample", "") == sample]}
+        precision, _ = score(report.findings, part)
+        print(f"labels {labels_path.name}{f' sample {sample!r}' if sample else ''}: precision {precision}")
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "rocport-evals")
-    ap.add_argument("--sglang", type=Path, help="an sglang checkout (sgl-kernel/ inside); skipped without one")
+    ap.add_argument(
+        "--sglang", type=Path, help="an sglang checkout (sgl-kernel/ inside) instead of the download"
+    )
+    ap.add_argument("--no-sglang", action="store_true", help="only vLLM (dev)")
+    ap.add_argument("--python", action="store_true", help="also scan vLLM's and sglang's Python trees")
     args = ap.parse_args(argv)
     vllm = fetch_vllm(args.cache)
-    evaluate(f"vLLM {VLLM_VERSION} csrc (dev)", vllm / "csrc", "vllm", LABELS / "dev" / "vllm.json", args.repeat)
-    if args.sglang is None:
-        print("== sglang sgl-kernel (test): not run; sgl-kernel has no PyPI sdist: pass --sglang CHECKOUT")
-    else:
-        evaluate("sglang sgl-kernel (test)", args.sglang / "sgl-kernel", "sglang",
-                 LABELS / "test" / "sglang.json", args.repeat)
+    evaluate(
+        f"vLLM {VLLM_VERSION} csrc (dev)", vllm / "csrc", "vllm", LABELS / "dev" / "vllm.json", args.repeat
+    )
+    if args.python:
+        evaluate_python(
+            f"vLLM {VLLM_VERSION} vllm/ Python package (dev)",
+            vllm / "vllm",
+            "vllm",
+            LABELS / "dev" / "vllm_python.json",
+        )
+    if not args.no_sglang:
+        sglang = args.sglang or fetch_sglang(args.cache)
+        if args.python:
+            evaluate_python(
+                f"sglang {SGLANG_COMMIT[:7]} python/ (test)",
+                sglang / "python",
+                "sglang",
+                LABELS / "test" / "sglang_python.json",
+            )
+        evaluate(
+            f"sglang {SGLANG_COMMIT[:7]} sgl-kernel (test)",
+            sglang / "sgl-kernel",
+            "sglang",
+            LABELS / "test" / "sglang.json",
+            args.repeat,
+        )
 
 
 if __name__ == "__main__":

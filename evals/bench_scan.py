@@ -7,6 +7,7 @@ timed as a library call (`scan_report`, parallel workers) and through the real C
 
     python3 evals/bench_scan.py [--kernels 2000] [--python 1500] [--repeat 3] [--jobs N]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,7 +54,9 @@ def best_of(repeat: int, fn: Callable[[], object]) -> tuple[float, object, float
 
 def run_grep(root: Path) -> int:
     """Matching lines, read through a pipe (grep short-circuits when its stdout is /dev/null)."""
-    proc = subprocess.run(["grep", "-rEn", "-e", GREP_PATTERN, str(root)], stdout=subprocess.PIPE, check=False)
+    proc = subprocess.run(
+        ["grep", "-rEn", "-e", GREP_PATTERN, str(root)], stdout=subprocess.PIPE, check=False
+    )
     return proc.stdout.count(b"\n")
 
 
@@ -91,8 +94,9 @@ def main(argv: list[str] | None = None) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="rocport-bench-scan-"))
     try:
         root = tmp / "tree"
-        size = write_tree(root, kernels=args.kernels, headers=args.headers, bindings=args.bindings,
-                          python=args.python)
+        size = write_tree(
+            root, kernels=args.kernels, headers=args.headers, bindings=args.bindings, python=args.python
+        )
         files = args.kernels + args.headers + args.bindings + args.python + 1
         run_grep(root)  # warm the page cache for both sides
         grep_s, grep_lines, grep_cpu = best_of(args.repeat, lambda: run_grep(root))
@@ -100,14 +104,24 @@ def main(argv: list[str] | None = None) -> None:
         cli_s, _, cli_cpu = best_of(args.repeat, lambda: run_cli(root, tmp / "scan.json", args.jobs))
         startup_s, _, startup_cpu = best_of(args.repeat, run_cli_startup)
         load = os.getloadavg()[0]
-        print(f"tree: {files} files, {size / 1e6:.1f} MB, cpus={os.cpu_count()}, jobs={args.jobs or 'auto'}, "
-              f"load average {load:.1f}")
-        print(f"grep -rE (raw patterns)   wall {grep_s:7.3f} s  cpu {grep_cpu:6.2f} s  {grep_lines} matching lines")
-        print(f"scan_report (library)     wall {lib_s:7.3f} s  cpu {lib_cpu:6.2f} s  {len(report.findings)} findings"
-              f"  ratio {lib_s / grep_s:.2f}x grep (wall), {lib_cpu / grep_cpu:.2f}x (cpu)")
-        print(f"rocport scan (CLI, json)  wall {cli_s:7.3f} s  cpu {cli_cpu:6.2f} s  ratio {cli_s / grep_s:.2f}x grep")
-        print(f"  of which CLI start-up   wall {startup_s:7.3f} s  cpu {startup_cpu:6.2f} s  (rocport --version: "
-              f"every command module's imports); without it {(cli_s - startup_s) / grep_s:.2f}x grep")
+        print(
+            f"tree: {files} files, {size / 1e6:.1f} MB, cpus={os.cpu_count()}, jobs={args.jobs or 'auto'}, "
+            f"load average {load:.1f}"
+        )
+        print(
+            f"grep -rE (raw patterns)   wall {grep_s:7.3f} s  cpu {grep_cpu:6.2f} s  {grep_lines} matching lines"
+        )
+        print(
+            f"scan_report (library)     wall {lib_s:7.3f} s  cpu {lib_cpu:6.2f} s  {len(report.findings)} findings"
+            f"  ratio {lib_s / grep_s:.2f}x grep (wall), {lib_cpu / grep_cpu:.2f}x (cpu)"
+        )
+        print(
+            f"rocport scan (CLI, json)  wall {cli_s:7.3f} s  cpu {cli_cpu:6.2f} s  ratio {cli_s / grep_s:.2f}x grep"
+        )
+        print(
+            f"  of which CLI start-up   wall {startup_s:7.3f} s  cpu {startup_cpu:6.2f} s  (rocport --version: "
+            f"every command module's imports); without it {(cli_s - startup_s) / grep_s:.2f}x grep"
+        )
         if args.keep:
             print(f"tree kept at {root}")
     finally:

@@ -9,6 +9,7 @@ TTFT delay counts from that arrival, so a server loop busy streaming to others d
 
     python -m evals.bench_stream_server --port 18000 --ttft-ms 80
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,14 +43,22 @@ class Renderer:
             while done < osl:
                 n = min(self.tpc, osl - done)
                 done += n
-                ev = (b'data: {"id":"cmpl-b","object":"text_completion","model":"m","choices":[{"index":0,'
-                      b'"text":"%s","finish_reason":null}],"usage":{"prompt_tokens":%d,"completion_tokens":%d,'
-                      b'"total_tokens":%d}}\n\n' % (b" tok" * n, self.isl, done, self.isl + done))
+                ev = (
+                    b'data: {"id":"cmpl-b","object":"text_completion","model":"m","choices":[{"index":0,'
+                    b'"text":"%s","finish_reason":null}],"usage":{"prompt_tokens":%d,"completion_tokens":%d,'
+                    b'"total_tokens":%d}}\n\n' % (b" tok" * n, self.isl, done, self.isl + done)
+                )
                 out.append(_chunk(ev))
-            usage = {"prompt_tokens": self.isl, "completion_tokens": osl, "total_tokens": self.isl + osl,
-                     "prompt_tokens_details": {"cached_tokens": self.cached}}
-            last = b'data: {"id":"cmpl-b","object":"text_completion","model":"m","choices":[],"usage":%s}\n\n' % (
-                json.dumps(usage, separators=(",", ":")).encode())
+            usage = {
+                "prompt_tokens": self.isl,
+                "completion_tokens": osl,
+                "total_tokens": self.isl + osl,
+                "prompt_tokens_details": {"cached_tokens": self.cached},
+            }
+            last = (
+                b'data: {"id":"cmpl-b","object":"text_completion","model":"m","choices":[],"usage":%s}\n\n'
+                % (json.dumps(usage, separators=(",", ":")).encode())
+            )
             out.append(_chunk(last) + _chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
             self.cache[osl] = out
         return self.cache[osl]
@@ -114,7 +123,7 @@ class StreamServer:
                     rid = value.strip()
             if len(self.buf) < end + 4 + length:
                 return
-            body, self.buf = self.buf[end + 4:end + 4 + length], self.buf[end + 4 + length:]
+            body, self.buf = self.buf[end + 4 : end + 4 + length], self.buf[end + 4 + length :]
             self.handle(head.split(" ", 2), rid, body, self.arrived)
             self.arrived = perf_counter()  # pipelined bytes already here: arrived no later than now
 
@@ -158,14 +167,20 @@ class StreamServer:
     def handle(self, request_line: list[str], rid: str, body: bytes, arrived: float) -> None:
         if request_line[0] == "GET" and request_line[1] == "/truth":
             data = json.dumps(self.truth).encode()
-            self.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
-                       % (len(data), data))
+            self.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                % (len(data), data)
+            )
             return
         m = _MAX_TOKENS.search(body)
         osl = int(m.group(1)) if m else 16
         self.truth[rid] = [arrived, 0.0]
-        self.loop.call_at(self.loop.time() + self.args.ttft_ms / 1000.0 - (perf_counter() - arrived),
-                          self.start_stream, rid, osl)
+        self.loop.call_at(
+            self.loop.time() + self.args.ttft_ms / 1000.0 - (perf_counter() - arrived),
+            self.start_stream,
+            rid,
+            osl,
+        )
 
     def start_stream(self, rid: str, osl: int) -> None:
         if not self.open:
@@ -222,6 +237,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     try:
         import uvloop
+
         runner = asyncio.Runner(loop_factory=uvloop.new_event_loop)
     except ImportError:
         runner = asyncio.Runner()

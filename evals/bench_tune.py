@@ -7,6 +7,7 @@ load, and its throughput next to the search's.
 Real tinyserve servers on this machine (data-parallel worker processes, both MoE kernels), the real
 benchmark; prints launches, wall time, the chosen configuration, the Pareto table and the rerun.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,8 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent.config import load_job
-from agent.port import start_port
-from agent.rundir import RunDir
+from agent.loop.port import start_port
+from agent.loop.rundir import RunDir
 from agent.tune.render import comparison_lines, trial_table
 from agent.tune.results import OUTCOME_FILE, TUNE_DIR, load_outcome
 from evals.tune_fixture import fixture_job, python3_path, relaunch
@@ -43,15 +44,19 @@ def main() -> int:
         print(f"the port ended {result.status} ({result.reason}) without a tune", file=sys.stderr)
         return 1
     print(f"port + tune + exhaustive + rerun: {time.monotonic() - t0:.0f} s\n")
-    print("\n".join(comparison_lines(outcome) + [""] + trial_table(outcome, outcome.search)))
+    print("\n".join([*comparison_lines(outcome), "", *trial_table(outcome, outcome.search)]))
     best = outcome.best
     again = relaunch(outcome, RunDir(run_id, home).path / "repo")
     print(f"\nchosen: {outcome.chosen_command}")
-    print(f"search: {best.output_tok_s:.1f} out tok/s (repeats {best.repeats}); relaunched as printed: "
-          f"{again.output_tok_s:.1f} (repeats {again.repeats}); {again.output_tok_s / best.output_tok_s - 1:+.1%}")
-    print(f"same best as exhaustive: {outcome.search.best == outcome.exhaustive.best}; launches "
-          f"{outcome.search.launches} of {outcome.exhaustive.launches} "
-          f"({outcome.search.launches / outcome.exhaustive.launches:.0%})")
+    print(
+        f"search: {best.output_tok_s:.1f} out tok/s (repeats {best.repeats}); relaunched as printed: "
+        f"{again.output_tok_s:.1f} (repeats {again.repeats}); {again.output_tok_s / best.output_tok_s - 1:+.1%}"
+    )
+    print(
+        f"same best as exhaustive: {outcome.search.best == outcome.exhaustive.best}; launches "
+        f"{outcome.search.launches} of {outcome.exhaustive.launches} "
+        f"({outcome.search.launches / outcome.exhaustive.launches:.0%})"
+    )
     print(f"results: {RunDir(run_id, home).path / 'tune'}")
     return 0
 

@@ -6,6 +6,7 @@ real safetensors headers and no tensor data, then prints how long each step take
 
     python3 evals/bench_weights.py [--layers 61] [--experts 256] [--shards 163] [--repeat 5]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,42 +25,67 @@ MAPPINGS = [("gate_up_proj", "gate_proj"), ("gate_up_proj", "up_proj")]
 
 def _layer(prefix: str, experts: int) -> dict[str, tuple[str, list[int]]]:
     t: dict[str, tuple[str, list[int]]] = {}
-    for n in ("input_layernorm", "post_attention_layernorm", "self_attn.q_a_layernorm",
-              "self_attn.kv_a_layernorm"):
+    for n in (
+        "input_layernorm",
+        "post_attention_layernorm",
+        "self_attn.q_a_layernorm",
+        "self_attn.kv_a_layernorm",
+    ):
         t[f"{prefix}.{n}.weight"] = ("BF16", [HIDDEN])
-    for n, shape in (("q_a_proj", [1536, HIDDEN]), ("q_b_proj", [24576, 1536]),
-                     ("kv_a_proj_with_mqa", [576, HIDDEN]), ("kv_b_proj", [32768, 512]),
-                     ("o_proj", [HIDDEN, 16384])):
+    for n, shape in (
+        ("q_a_proj", [1536, HIDDEN]),
+        ("q_b_proj", [24576, 1536]),
+        ("kv_a_proj_with_mqa", [576, HIDDEN]),
+        ("kv_b_proj", [32768, 512]),
+        ("o_proj", [HIDDEN, 16384]),
+    ):
         t[f"{prefix}.self_attn.{n}.weight"] = ("F8_E4M3", shape)
-        t[f"{prefix}.self_attn.{n}.weight_scale_inv"] = ("F32", [-(-shape[0] // BLOCK), -(-shape[1] // BLOCK)])
+        t[f"{prefix}.self_attn.{n}.weight_scale_inv"] = (
+            "F32",
+            [-(-shape[0] // BLOCK), -(-shape[1] // BLOCK)],
+        )
     t[f"{prefix}.mlp.gate.weight"] = ("BF16", [experts, HIDDEN])
     t[f"{prefix}.mlp.gate.e_score_correction_bias"] = ("F32", [experts])
     owners = [f"experts.{e}" for e in range(experts)] + ["shared_experts"]
     for owner in owners:
-        for proj, shape in (("gate_proj", [MOE_INTER, HIDDEN]), ("up_proj", [MOE_INTER, HIDDEN]),
-                            ("down_proj", [HIDDEN, MOE_INTER])):
+        for proj, shape in (
+            ("gate_proj", [MOE_INTER, HIDDEN]),
+            ("up_proj", [MOE_INTER, HIDDEN]),
+            ("down_proj", [HIDDEN, MOE_INTER]),
+        ):
             t[f"{prefix}.mlp.{owner}.{proj}.weight"] = ("F8_E4M3", shape)
-            t[f"{prefix}.mlp.{owner}.{proj}.weight_scale_inv"] = ("F32", [shape[0] // BLOCK, shape[1] // BLOCK])
+            t[f"{prefix}.mlp.{owner}.{proj}.weight_scale_inv"] = (
+                "F32",
+                [shape[0] // BLOCK, shape[1] // BLOCK],
+            )
     return t
 
 
 def build_tensors(layers: int, experts: int) -> dict[str, tuple[str, list[int]]]:
     """Every tensor of the checkpoint: name -> (safetensors dtype, shape)."""
-    t = {"model.embed_tokens.weight": ("BF16", [129280, HIDDEN]), "model.norm.weight": ("BF16", [HIDDEN]),
-         "lm_head.weight": ("BF16", [129280, HIDDEN])}
+    t = {
+        "model.embed_tokens.weight": ("BF16", [129280, HIDDEN]),
+        "model.norm.weight": ("BF16", [HIDDEN]),
+        "lm_head.weight": ("BF16", [129280, HIDDEN]),
+    }
     for i in range(layers + 1):  # layer `layers` is the MTP head
         t.update(_layer(f"model.layers.{i}", experts))
     mtp = f"model.layers.{layers}"
-    for n, shape in (("enorm.weight", [HIDDEN]), ("hnorm.weight", [HIDDEN]), ("eh_proj.weight", [HIDDEN, 2 * HIDDEN]),
-                     ("shared_head.norm.weight", [HIDDEN])):
+    for n, shape in (
+        ("enorm.weight", [HIDDEN]),
+        ("hnorm.weight", [HIDDEN]),
+        ("eh_proj.weight", [HIDDEN, 2 * HIDDEN]),
+        ("shared_head.norm.weight", [HIDDEN]),
+    ):
         t[f"{mtp}.{n}"] = ("BF16", shape)
     return t
 
 
 def write_checkpoint(root: Path, tensors: dict[str, tuple[str, list[int]]], shards: int, layers: int) -> None:
     """Shards with real headers (data offsets included, tensor bytes omitted) and the index."""
-    write_header_checkpoint(root, {"architectures": ["DeepseekV3ForCausalLM"], "num_hidden_layers": layers},
-                            tensors, shards)
+    write_header_checkpoint(
+        root, {"architectures": ["DeepseekV3ForCausalLM"], "num_hidden_layers": layers}, tensors, shards
+    )
 
 
 def framework_params(tensors: dict, layers: int) -> dict[str, dict]:
@@ -102,20 +128,35 @@ def main() -> None:
         root = Path(tmp)
         write_checkpoint(root, tensors, args.shards, args.layers)
         index_mb = (root / "model.safetensors.index.json").stat().st_size / 1e6
-        print(f"checkpoint: {len(tensors)} tensors, {args.shards} shards, index {index_mb:.1f} MB; "
-              f"framework expects {len(expected)} params")
+        print(
+            f"checkpoint: {len(tensors)} tensors, {args.shards} shards, index {index_mb:.1f} MB; "
+            f"framework expects {len(expected)} params"
+        )
         w_names, c_names, ck = _time(lambda: load_checkpoint(root, shapes=False), args.repeat)
         _row("names from the index only", w_names, c_names, f"{len(ck.tensors)} names")
         w_shapes, c_shapes, ck = _time(lambda: load_checkpoint(root, shapes=True), args.repeat)
         _row("names+dtypes+shapes (headers)", w_shapes, c_shapes, f"{len(ck.shards)} shard headers")
         w_cmp, c_cmp, report = _time(lambda: compare(ck, expected), args.repeat)
-        _row("compare with expected params", w_cmp, c_cmp, f"{len(report.missing)} missing, "
-             f"{len(report.unexpected)} unexpected, {len(report.groups)} groups")
-        w_remap, c_remap, remap = _time(lambda: derive_remap(ck.names, expected, MAPPINGS), max(1, args.repeat // 2))
+        _row(
+            "compare with expected params",
+            w_cmp,
+            c_cmp,
+            f"{len(report.missing)} missing, "
+            f"{len(report.unexpected)} unexpected, {len(report.groups)} groups",
+        )
+        w_remap, c_remap, remap = _time(
+            lambda: derive_remap(ck.names, expected, MAPPINGS), max(1, args.repeat // 2)
+        )
         rules = ", ".join(f"{r.checkpoint} -> {r.framework}" for r in remap.rules)
         _row("derive the MTP remap", w_remap, c_remap, rules)
-        _row("total shapes+compare+remap", w_shapes + w_cmp + w_remap, c_shapes + c_cmp + c_remap, "one weight check")
+        _row(
+            "total shapes+compare+remap",
+            w_shapes + w_cmp + w_remap,
+            c_shapes + c_cmp + c_remap,
+            "one weight check",
+        )
         print(f"load average while measuring: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+
 
 if __name__ == "__main__":
     main()

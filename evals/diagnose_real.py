@@ -8,6 +8,7 @@ the expected `kind`, `file` (repo-relative) and `symbol` of the log's headline f
 The headline failure is the first one of a specific kind (not compile_error, link_error,
 python_error or unknown), else the first one: what a user reads first in `rocport diagnose`.
 """
+
 from __future__ import annotations
 
 import json
@@ -84,7 +85,9 @@ def score_log(log: Path) -> LogResult:
         try:
             failures = diagnose_file(log, repo_root=repo)
         except Exception as exc:  # noqa: BLE001 - a crash is a score, not an abort
-            return LogResult(log.stem, meta["expected"], None, time.perf_counter() - start, f"{type(exc).__name__}: {exc}")
+            return LogResult(
+                log.stem, meta["expected"], None, time.perf_counter() - start, f"{type(exc).__name__}: {exc}"
+            )
         seconds = time.perf_counter() - start
     top = headline(failures)
     got = {name: getattr(top, name) for name in FIELDS} if top else None

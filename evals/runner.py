@@ -4,14 +4,13 @@ A task is resolved when the run reaches every success criterion of the task (and
 task, commits no code patch and names the environment problem). The table per task shows what the
 port cost: full builds, per-unit compiles, server launches, LLM tokens and wall time.
 """
+
 from __future__ import annotations
 
-from collections.abc import Callable
-
-import json
 import os
 import subprocess
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -53,9 +52,13 @@ def job_for(task: Task, repo: Path, checkpoint: Path, strategy: str) -> dict[str
         "sandbox": {"backend": "docker"},
         "strategy": strategy,
         "serve": {"extra_args": task.launch_args},
-        "bench": {"isl": task.bench.input_len, "osl": task.bench.output_len,
-                  "num_prompts": task.bench.num_prompts, "max_concurrency": task.bench.concurrency,
-                  "cache_hit_rate": task.bench.prefix_hit},
+        "bench": {
+            "isl": task.bench.input_len,
+            "osl": task.bench.output_len,
+            "num_prompts": task.bench.num_prompts,
+            "max_concurrency": task.bench.concurrency,
+            "cache_hit_rate": task.bench.prefix_hit,
+        },
     }
 
 
@@ -71,16 +74,20 @@ def criteria_met(task: Task, state: dict, cuda_build_ok: bool | None) -> dict[st
     }
 
 
-def cuda_build(task: Task, repo: Path) -> bool | None:
-    """The task's CUDA build on the host with nvcc, on the final work branch (None: no nvcc here)."""
+def cuda_build(task: Task, repo: Path, cuda_cache: Path | None = None) -> bool | None:
+    """The task's CUDA build on the host with nvcc, on the final work branch (None: no nvcc here). Given
+    the run's kept nvcc cache (RunDir.cuda_cache), it goes through it: units the CUDA checks already compiled
+    in their final state are reused, as a user's CUDA CI would reuse them with ccache."""
     from agent.profiles import load_profile
     from sandboxes import LocalSandbox
+    from sandboxes.compile_service import kept_build_prefix
 
     profile = load_profile(task.profile)
     if profile.build.cuda is None or not _which("nvcc"):
         return None
+    prefix = kept_build_prefix(cuda_cache) if cuda_cache is not None else ""
     with LocalSandbox(repo) as sb:
-        return sb.run(profile.build.cuda, timeout=profile.build.timeout_s).ok
+        return sb.run(prefix + profile.build.cuda, timeout=profile.build.timeout_s).ok
 
 
 def _which(tool: str) -> bool:
@@ -103,36 +110,63 @@ def verdict(task: Task, state: dict, criteria: dict[str, bool]) -> tuple[bool, s
     return True, state.get("stop_reason", "green")
 
 
-def run_task(task: Task, strategy: str, workroot: Path, *, model: Any = None,
-             sinks: list | None = None) -> TaskRun:
+def run_task(
+    task: Task, strategy: str, workroot: Path, *, model: Any = None, sinks: list | None = None
+) -> TaskRun:
     """Materialize the task, write its checkpoint, port it, and score the result."""
     from agent.config import validate_job
-    from agent.port import start_port
-    from agent.rundir import RunDir
+    from agent.loop.port import start_port
+    from agent.loop.rundir import RunDir
 
     started = time.monotonic()
     work = workroot / f"{task.name}-{strategy.replace('+', '-')}"
     repo = materialize(task, work / "repo")
     checkpoint = work / "checkpoint"
-    subprocess.run(task.checkpoint_command(str(checkpoint)), shell=True, cwd=repo, check=True,
-                   capture_output=True, env={**os.environ, "PYTHONPATH": str(repo)})
+    # the task file's own command line, written by us, not by a model
+    subprocess.run(  # noqa: S602
+        task.checkpoint_command(str(checkpoint)),
+        shell=True,
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": str(repo)},
+    )
     job = validate_job(job_for(task, repo, checkpoint, strategy))
     result = start_port(job, model=model, sinks=sinks)
-    state = json.loads((RunDir(result.run_id).path / "state.json").read_text())
+    state = result.state
     clone = Path(state.get("repo_dir") or repo)
-    crit = criteria_met(task, state, cuda_build(task, clone) if "cuda_build" in task.success else True)
+    cuda_ok = (
+        cuda_build(task, clone, RunDir(result.run_id).cuda_cache) if "cuda_build" in task.success else True
+    )
+    crit = criteria_met(task, state, cuda_ok)
     resolved, reason = verdict(task, state, crit)
     c = state.get("counters", {})
-    return TaskRun(task=task.name, strategy=strategy, resolved=resolved, reason=reason, criteria=crit,
-                   run_id=result.run_id, status=result.status, builds=c.get("builds", 0),
-                   unit_compiles=c.get("unit_compiles", 0), launches=c.get("launches", 0),
-                   llm_tokens=c.get("tokens_in", 0) + c.get("tokens_out", 0),
-                   patches_kept=sum(1 for o in state.get("outcomes", []) if o.get("kept")),
-                   wall_s=time.monotonic() - started)
+    return TaskRun(
+        task=task.name,
+        strategy=strategy,
+        resolved=resolved,
+        reason=reason,
+        criteria=crit,
+        run_id=result.run_id,
+        status=result.status,
+        builds=c.get("builds", 0),
+        unit_compiles=c.get("unit_compiles", 0),
+        launches=c.get("launches", 0),
+        llm_tokens=c.get("tokens_in", 0) + c.get("tokens_out", 0),
+        patches_kept=sum(1 for o in state.get("outcomes", []) if o.get("kept")),
+        wall_s=time.monotonic() - started,
+    )
 
 
-def run_eval(tasks: list[Task], strategies: list[str], workroot: Path, *, jobs: int = 1,
-             model: Any = None, on_result: Callable[[TaskRun], None] | None = None) -> list[TaskRun]:
+def run_eval(
+    tasks: list[Task],
+    strategies: list[str],
+    workroot: Path,
+    *,
+    jobs: int = 1,
+    model: Any = None,
+    on_result: Callable[[TaskRun], None] | None = None,
+) -> list[TaskRun]:
     """Every task under every strategy, `jobs` at a time; a task that crashes is scored unresolved.
     `on_result` hears of each finished task (the CLI's `[k/N]` lines)."""
 
@@ -140,9 +174,13 @@ def run_eval(tasks: list[Task], strategies: list[str], workroot: Path, *, jobs: 
         task, strategy = pair
         try:
             run = run_task(task, strategy, workroot, model=model)
-        except Exception as exc:  # one task's crash must not end the eval; it is a result
-            run = TaskRun(task=task.name, strategy=strategy, resolved=False,
-                          reason=f"rocport error: {type(exc).__name__}: {str(exc)[:200]}")
+        except Exception as exc:  # noqa: BLE001 - one task's crash must not end the eval; it is a result
+            run = TaskRun(
+                task=task.name,
+                strategy=strategy,
+                resolved=False,
+                reason=f"rocport error: {type(exc).__name__}: {str(exc)[:200]}",
+            )
         if on_result is not None:
             on_result(run)
         return run
@@ -156,8 +194,18 @@ def totals(runs: list[TaskRun]) -> dict[str, dict[str, Any]]:
     """Per strategy: resolved count and summed costs."""
     out: dict[str, dict[str, Any]] = {}
     for r in runs:
-        t = out.setdefault(r.strategy, {"tasks": 0, "resolved": 0, "builds": 0, "unit_compiles": 0,
-                                        "launches": 0, "llm_tokens": 0, "wall_s": 0.0})
+        t = out.setdefault(
+            r.strategy,
+            {
+                "tasks": 0,
+                "resolved": 0,
+                "builds": 0,
+                "unit_compiles": 0,
+                "launches": 0,
+                "llm_tokens": 0,
+                "wall_s": 0.0,
+            },
+        )
         t["tasks"] += 1
         t["resolved"] += int(r.resolved)
         for k in ("builds", "unit_compiles", "launches", "llm_tokens", "wall_s"):

@@ -5,15 +5,24 @@ reductions with and without a compat header, lane arithmetic, inline PTX, licens
 comments that mention CUDA constructs; Python model files mostly clean, some with CUDA-only
 imports (guarded and not) and e4m3fn use.
 """
+
 from __future__ import annotations
 
 import random
 from pathlib import Path
 
-LICENSE = "".join(f"// {line}\n" for line in (
-    "Copyright 2025 The serving framework authors.", "Licensed under the Apache License, Version 2.0.",
-    "Adapted for __shfl_xor_sync-based reductions; see cuda_bf16.h for the types.", "", "Notes:",
-    "  threadIdx.x % 32 is the lane; 0xffffffff is the full mask on NVIDIA.", ""))
+LICENSE = "".join(
+    f"// {line}\n"
+    for line in (
+        "Copyright 2025 The serving framework authors.",
+        "Licensed under the Apache License, Version 2.0.",
+        "Adapted for __shfl_xor_sync-based reductions; see cuda_bf16.h for the types.",
+        "",
+        "Notes:",
+        "  threadIdx.x % 32 is the lane; 0xffffffff is the full mask on NVIDIA.",
+        "",
+    )
+)
 
 GUARDED_INCLUDES = """#ifdef USE_ROCM
 #include <hip/hip_runtime.h>
@@ -64,7 +73,7 @@ STATEMENTS = (
     "  float2 pair{i} = reinterpret_cast<const float2*>(input)[idx / 2 + {i}];\n",
     "  acc = fmaxf(acc, __expf(v{j} - max_val));\n",
     "  // TODO: vectorise this loop with 128-bit loads (asm volatile ld.global.v4 on sm90)\n",
-    "  const char* name{i} = \"__nv_bfloat16 kernel #{i}\";\n",
+    '  const char* name{i} = "__nv_bfloat16 kernel #{i}";\n',
 )
 # Lane arithmetic is a few lines per kernel, not a third of it.
 WARP_STATEMENTS = (
@@ -91,14 +100,18 @@ def cu_source(rng: random.Random, n: int) -> str:
         parts.append(PTX)
     for k in range(rng.randint(2, 6)):
         dtype = "__nv_bfloat16" if rng.random() < 0.3 else "scalar_t"
-        parts.append(f"\ntemplate <typename scalar_t>\n__global__ void kernel_{n}_{k}({dtype}* __restrict__ out, "
-                     f"const {dtype}* __restrict__ input, const float* weight, int hidden, int num_tokens, "
-                     f"int stride, float scale) {{\n  const int idx = blockIdx.x * blockDim.x + threadIdx.x;\n"
-                     f"  float acc = 0.f, sum_sq = 0.f, max_val = -1e30f;\n  __shared__ float red[32];\n"
-                     f"{_kernel_body(rng, rng.randint(20, 90))}}}\n")
-    parts.append(f"\nvoid launch_{n}(torch::Tensor& out, torch::Tensor& in) {{\n"
-                 f"  cudaStream_t stream = at::cuda::getCurrentCUDAStream();\n"
-                 f"  dim3 grid(in.size(0)), block(256);\n}}\n")
+        parts.append(
+            f"\ntemplate <typename scalar_t>\n__global__ void kernel_{n}_{k}({dtype}* __restrict__ out, "
+            f"const {dtype}* __restrict__ input, const float* weight, int hidden, int num_tokens, "
+            f"int stride, float scale) {{\n  const int idx = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            f"  float acc = 0.f, sum_sq = 0.f, max_val = -1e30f;\n  __shared__ float red[32];\n"
+            f"{_kernel_body(rng, rng.randint(20, 90))}}}\n"
+        )
+    parts.append(
+        f"\nvoid launch_{n}(torch::Tensor& out, torch::Tensor& in) {{\n"
+        f"  cudaStream_t stream = at::cuda::getCurrentCUDAStream();\n"
+        f"  dim3 grid(in.size(0)), block(256);\n}}\n"
+    )
     return "".join(parts)
 
 
@@ -113,7 +126,9 @@ typedef __hip_bfloat16 __nv_bfloat16;
 #endif
 """
 
-PY_HEADER = '"""Model definition."""\nfrom __future__ import annotations\n\nimport torch\nfrom torch import nn\n\n'
+PY_HEADER = (
+    '"""Model definition."""\nfrom __future__ import annotations\n\nimport torch\nfrom torch import nn\n\n'
+)
 PY_IMPORTS = (
     "import deep_gemm\n",
     "try:\n    import flashinfer\nexcept ImportError:\n    flashinfer = None\n",
@@ -148,18 +163,27 @@ def py_source(rng: random.Random, n: int) -> str:
 def cpp_source(rng: random.Random, n: int) -> str:
     decls = "".join(f"void launch_{n}_{k}(torch::Tensor& out, torch::Tensor& in);\n" for k in range(20))
     defs = "".join(f'  m.def("op_{n}_{k}", &launch_{n}_{k});\n' for k in range(20))
-    return f'{LICENSE}#include <torch/extension.h>\n\n{decls}\nTORCH_LIBRARY(ops_{n}, m) {{\n{defs}}}\n'
+    return f"{LICENSE}#include <torch/extension.h>\n\n{decls}\nTORCH_LIBRARY(ops_{n}, m) {{\n{defs}}}\n"
 
 
-def write_tree(root: Path, *, kernels: int = 2000, headers: int = 500, bindings: int = 300,
-               python: int = 1500, seed: int = 0) -> int:
+def write_tree(
+    root: Path,
+    *,
+    kernels: int = 2000,
+    headers: int = 500,
+    bindings: int = 300,
+    python: int = 1500,
+    seed: int = 0,
+) -> int:
     """Write the tree under root; returns the number of bytes written."""
     rng = random.Random(seed)
     total = 0
-    jobs = ([("csrc/{d}/k{n}.cu", cu_source, n) for n in range(kernels)]
-            + [("csrc/{d}/h{n}.cuh", cu_source, n) for n in range(headers)]
-            + [("csrc/{d}/b{n}.cpp", cpp_source, n) for n in range(bindings)]
-            + [("python/pkg/{d}/m{n}.py", py_source, n) for n in range(python)])
+    jobs = (
+        [("csrc/{d}/k{n}.cu", cu_source, n) for n in range(kernels)]
+        + [("csrc/{d}/h{n}.cuh", cu_source, n) for n in range(headers)]
+        + [("csrc/{d}/b{n}.cpp", cpp_source, n) for n in range(bindings)]
+        + [("python/pkg/{d}/m{n}.py", py_source, n) for n in range(python)]
+    )
     for pattern, make, n in jobs:
         path = root / pattern.format(d=f"g{n % 40}", n=n)
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -3,6 +3,7 @@
 A task is evals/tasks/<name>.yaml (format in evals/tasks/README.md). `materialize` turns it into a fresh
 git repo whose single commit is the faulty starting point the agent works from.
 """
+
 from __future__ import annotations
 
 import os
@@ -12,9 +13,9 @@ import subprocess
 from pathlib import Path
 from typing import Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from agent.yamlconf import load_yaml_model
 from tools import git as gitops
 from tools.records import KINDS
 
@@ -24,8 +25,12 @@ FRAMEWORKS_DIR = EVALS_DIR / "frameworks"
 SUCCESS_CRITERIA = ("rocm_build", "cuda_build", "server_loads", "smoke", "bench_valid")
 # Not part of a task's starting point: build outputs and caches from local runs of the clean copy.
 _IGNORE = shutil.ignore_patterns("build", "__pycache__", "*.pyc", "*.o", "*.so")
-_GIT_ENV = {"GIT_AUTHOR_NAME": "rocport-evals", "GIT_AUTHOR_EMAIL": "evals@rocport.invalid",
-            "GIT_COMMITTER_NAME": "rocport-evals", "GIT_COMMITTER_EMAIL": "evals@rocport.invalid"}
+_GIT_ENV = {
+    "GIT_AUTHOR_NAME": "rocport-evals",
+    "GIT_AUTHOR_EMAIL": "evals@rocport.invalid",
+    "GIT_COMMITTER_NAME": "rocport-evals",
+    "GIT_COMMITTER_EMAIL": "evals@rocport.invalid",
+}
 
 
 class TaskError(ValueError):
@@ -124,17 +129,16 @@ def load_task(name_or_path: str) -> Task:
         path = TASKS_DIR / f"{name_or_path}.yaml"
     if not path.is_file():
         raise TaskError(f"no task {name_or_path!r}: use one of {', '.join(task_names())} or a task YAML path")
-    try:
-        task = Task.model_validate(yaml.safe_load(path.read_text()))
-    except (yaml.YAMLError, ValidationError) as exc:
-        raise TaskError(f"{path}: {str(exc).splitlines()[0]} {str(exc).splitlines()[-1].strip()}") from exc
+    task = load_yaml_model(path, Task, error=TaskError, what="a task YAML")
     for patch in task.patches + task.reference_fix:
         if not (TASKS_DIR / patch).is_file():
             raise TaskError(f"{path}: patch {patch} not found under {TASKS_DIR}")
     for failure in task.expected_failures:
         if failure.patch is not None and failure.patch not in task.patches:
-            raise TaskError(f"{path}: expected failure {failure.kind} names patch {failure.patch}, "
-                            f"which the task does not apply")
+            raise TaskError(
+                f"{path}: expected failure {failure.kind} names patch {failure.patch}, "
+                f"which the task does not apply"
+            )
     return task
 
 
@@ -163,8 +167,10 @@ def materialize(task: Task, dest: str | os.PathLike) -> Path:
     for patch in task.patches:
         result = _git(dest, "apply", "--whitespace=nowarn", str(TASKS_DIR / patch))
         if result.returncode != 0:
-            raise TaskError(f"task {task.name}: patch {patch} does not apply to the clean "
-                            f"{task.framework}: {result.stderr.strip()}")
+            raise TaskError(
+                f"task {task.name}: patch {patch} does not apply to the clean "
+                f"{task.framework}: {result.stderr.strip()}"
+            )
     _git(dest, "add", "-A")
     result = _git(dest, "commit", "-q", "-m", f"{task.framework}: starting point of eval task {task.name}")
     if result.returncode != 0:

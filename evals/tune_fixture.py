@@ -1,6 +1,7 @@
 """A port of the fixture framework that continues into `rocport tune`: the tinyserve clone, a
 checkpoint, a CPU-only profile (the bundled one without the native build: the CPU server runs the
 numpy ops) and a job whose `tune:` section scales the glm52-mi355x workload down to that server."""
+
 from __future__ import annotations
 
 import os
@@ -12,34 +13,45 @@ import yaml
 
 from agent.profiles import PROFILE_DIR
 from evals.taskdefs import copy_framework
+from tools import git as gitops
 
 TUNE_SECTION = {
-    "enabled": True, "preset": "glm52-mi355x", "workload_scale": 0.004, "num_prompts": 16, "repeats": 3,
-    "max_concurrency": 16, "probe_prompts": 8, "price_per_gpu_hour": 2.0, "reference": ["B200:3192:6.5"],
+    "enabled": True,
+    "preset": "glm52-mi355x",
+    "workload_scale": 0.004,
+    "num_prompts": 16,
+    "repeats": 3,
+    "max_concurrency": 16,
+    "probe_prompts": 8,
+    "price_per_gpu_hour": 2.0,
+    "reference": ["B200:3192:6.5"],
 }
 """ISL 80 / OSL 4 with a 60% prefix hit; 3 x 16 measured requests at 16 in flight per candidate."""
-_GIT_ENV = {"GIT_AUTHOR_NAME": "rocport", "GIT_AUTHOR_EMAIL": "rocport@localhost",
-            "GIT_COMMITTER_NAME": "rocport", "GIT_COMMITTER_EMAIL": "rocport@localhost"}
-
-
-def _run(cmd: list[str], cwd: Path) -> None:
-    subprocess.run(cmd, cwd=cwd, check=True, capture_output=True, env={**os.environ, **_GIT_ENV}, timeout=300)
 
 
 def fixture_job(workdir: Path, tune: dict | None = None) -> Path:
     """Write the framework clone, checkpoint, CPU profile and job under workdir; returns the job file."""
     src = copy_framework("tinyserve", workdir / "tinyserve")
-    for cmd in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"], ["git", "commit", "-q", "-m", "tinyserve"]):
-        _run(cmd, src)
+    gitops.snapshot(src, "tinyserve")
     ckpt = workdir / "tiny-moe"
-    _run([sys.executable, "-m", "tinyserve.make_checkpoint", "--out", str(ckpt)], src)
+    subprocess.run(
+        [sys.executable, "-m", "tinyserve.make_checkpoint", "--out", str(ckpt)],
+        cwd=src,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     profile = yaml.safe_load((PROFILE_DIR / "tinyserve.yaml").read_text())
     profile["build"] = {"rocm": "echo 'no native build: the CPU server runs the numpy reference ops'"}
     (workdir / "tinyserve-cpu.yaml").write_text(yaml.safe_dump(profile, sort_keys=False))
-    job = {"framework": {"profile": str(workdir / "tinyserve-cpu.yaml"), "repo": str(src)},
-           "model": {"path": str(ckpt), "name": "tiny-moe"}, "sandbox": {"backend": "local"}, "strategy": "none",
-           "bench": {"isl": 64, "osl": 8, "num_prompts": 8, "max_concurrency": 4},
-           "tune": {**TUNE_SECTION, **(tune or {})}}
+    job = {
+        "framework": {"profile": str(workdir / "tinyserve-cpu.yaml"), "repo": str(src)},
+        "model": {"path": str(ckpt), "name": "tiny-moe"},
+        "sandbox": {"backend": "local"},
+        "strategy": "none",
+        "bench": {"isl": 64, "osl": 8, "num_prompts": 8, "max_concurrency": 4},
+        "tune": {**TUNE_SECTION, **(tune or {})},
+    }
     path = workdir / "job.yaml"
     path.write_text(yaml.safe_dump(job, sort_keys=False))
     return path
@@ -66,7 +78,12 @@ def relaunch(outcome, repo: Path, model: str = "tiny-moe"):
     with LocalSandbox(repo, env={**os.environ, "PATH": python3_path()}) as box:
         server = box.start(command, name="chosen", port=port, health_path="/health", ready_timeout=120)
         try:
-            return measure(f"http://127.0.0.1:{port}", model, workload, outcome.workload["max_concurrency"],
-                           outcome.workload["repeats"])
+            return measure(
+                f"http://127.0.0.1:{port}",
+                model,
+                workload,
+                outcome.workload["max_concurrency"],
+                outcome.workload["repeats"],
+            )
         finally:
             server.stop()

@@ -1,8 +1,9 @@
 """The Sandbox protocol: where every build, compile and server launch runs."""
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, Self, runtime_checkable
 
 # Logs of a framework build can be hundreds of MB; keep both ends, where errors and summaries live.
 OUTPUT_LIMIT = 2_000_000
@@ -35,7 +36,7 @@ class CommandResult:
             return self.stdout.rstrip("\n") + "\n" + self.stderr
         return self.stdout or self.stderr
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -71,12 +72,21 @@ class Sandbox(Protocol):
     workdir: str
     """Path of the repo as commands inside the sandbox see it."""
 
-    def run(self, cmd: str, *, cwd: str | None = None, env: dict[str, str] | None = None,
-            timeout: float = 600) -> CommandResult: ...
+    def run(
+        self, cmd: str, *, cwd: str | None = None, env: dict[str, str] | None = None, timeout: float = 600
+    ) -> CommandResult: ...
 
-    def start(self, cmd: str, *, name: str = "service", port: int | None = None,
-              health_path: str | None = None, env: dict[str, str] | None = None,
-              cwd: str | None = None, ready_timeout: float = 120) -> Service: ...
+    def start(
+        self,
+        cmd: str,
+        *,
+        name: str = "service",
+        port: int | None = None,
+        health_path: str | None = None,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        ready_timeout: float = 120,
+    ) -> Service: ...
 
     def read_file(self, path: str) -> str: ...
 
@@ -84,6 +94,6 @@ class Sandbox(Protocol):
 
     def close(self) -> None: ...
 
-    def __enter__(self) -> "Sandbox": ...
+    def __enter__(self) -> Self: ...
 
-    def __exit__(self, *exc) -> None: ...
+    def __exit__(self, *exc: object) -> None: ...

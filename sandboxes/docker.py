@@ -3,10 +3,11 @@
 Command output goes to files in a bind-mounted log folder, so the host reads it with the same
 head-and-tail cap as LocalSandbox and never holds a long-lived stream open to the daemon.
 """
+
 from __future__ import annotations
 
 import atexit
-import grp
+import contextlib
 import os
 import shlex
 import shutil
@@ -16,10 +17,12 @@ import weakref
 from pathlib import Path
 
 import docker
-from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from docker.errors import APIError, ImageNotFound, NotFound
+from docker.models.containers import Container
 
 from sandboxes.base import CommandResult, SandboxError
 from sandboxes.docker_exec import ExecRunner
+from sandboxes.docker_options import check_workdir, connect, gpu_options, network_mode, parse_mount
 from sandboxes.docker_service import DockerService, wait_inside
 from sandboxes.health import wait_ready
 from sandboxes.heartbeat import keepalive_argv, start_heartbeat, stop_heartbeat
@@ -28,64 +31,6 @@ from sandboxes.orphans import LABEL_OWNER, LABEL_SESSION, owner_labels
 from sandboxes.relay import RELAY_IN_CONTAINER, HostListener
 
 _OPEN: weakref.WeakSet[DockerSandbox] = weakref.WeakSet()
-
-
-def connect() -> docker.DockerClient:
-    """A client for the daemon DOCKER_HOST (or the default socket) names; SandboxError when down."""
-    where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-    try:
-        client = docker.from_env(timeout=120)
-        client.ping()
-    except DockerException as exc:
-        raise SandboxError(f"cannot reach the Docker daemon at {where}: start it (`systemctl start docker`, "
-                           "or `dockerd --iptables=false --bridge=none &` as root) or fix DOCKER_HOST "
-                           f"({type(exc).__name__})") from exc
-    return client
-
-
-def _check_workdir(workdir: str | os.PathLike) -> Path:
-    path = Path(workdir).resolve()
-    if not path.is_dir():
-        raise SandboxError(f"workdir {path} does not exist: create it or pass an existing repo checkout")
-    try:  # a real write: root passes every os.access check, yet read-only or immutable folders refuse
-        tempfile.TemporaryFile(dir=path).close()
-    except OSError as exc:
-        raise SandboxError(f"workdir {path} is not writable ({exc.strerror}): builds write into the repo; "
-                           "fix its permissions or copy the repo somewhere writable") from None
-    return path
-
-
-def gpu_options() -> dict:
-    """Docker options that expose AMD GPUs; empty when this machine has no /dev/kfd."""
-    if not Path("/dev/kfd").exists():
-        return {}
-    groups = [str(g.gr_gid) for name in ("video", "render") for g in grp.getgrall() if g.gr_name == name]
-    devices = ["/dev/kfd:/dev/kfd:rwm"]
-    if Path("/dev/dri").exists():
-        devices.append("/dev/dri:/dev/dri:rwm")
-    return {"devices": devices, "group_add": groups, "ipc_mode": "host", "shm_size": "16g",
-            "security_opt": ["seccomp=unconfined"], "cap_add": ["SYS_PTRACE"]}
-
-
-def _parse_mount(spec: str) -> docker.types.Mount:
-    """'HOST:CONTAINER[:ro]' -> a bind Mount."""
-    parts = spec.split(":")
-    if len(parts) not in (2, 3) or (len(parts) == 3 and parts[2] not in ("ro", "rw")):
-        raise SandboxError(f"bad mount {spec!r}: write HOST:CONTAINER or HOST:CONTAINER:ro")
-    return docker.types.Mount(parts[1], str(Path(parts[0]).resolve()), type="bind",
-                              read_only=len(parts) == 3 and parts[2] == "ro")
-
-
-def network_mode(client: docker.DockerClient, network: bool) -> str:
-    """'none' unless the job asks for a network; then the daemon's bridge (host networking only where
-    the daemon has no bridge, e.g. dockerd --bridge=none)."""
-    if not network:
-        return "none"
-    try:
-        client.networks.get("bridge")
-    except (NotFound, APIError):
-        return "host"
-    return "bridge"
 
 
 class Published:
@@ -99,15 +44,14 @@ class Published:
         if self._listener is not None:
             self._listener.close()
         if self._relay is not None:
-            try:
+            # the container is already gone: so is the relay
+            with contextlib.suppress(SandboxError):
                 self._relay.stop(grace_s=1)
-            except SandboxError:
-                pass  # the container is already gone: so is the relay
 
     def __enter__(self) -> Published:  # noqa: PYI034
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -117,11 +61,20 @@ class DockerSandbox:
     No network unless `network=True`: builds and the LLM's edits cannot reach anything; a server is
     reached through `publish(port)`, a loopback port on the host."""
 
-    def __init__(self, image: str, workdir: str | os.PathLike, *, network: bool = False,
-                 env: dict[str, str] | None = None, mem_limit: str = "16g", cpus: float | None = None,
-                 pids_limit: int = 8192, mounts: list[str] | None = None,
-                 logdir: str | os.PathLike | None = None):
-        path = _check_workdir(workdir)
+    def __init__(
+        self,
+        image: str,
+        workdir: str | os.PathLike[str],
+        *,
+        network: bool = False,
+        env: dict[str, str] | None = None,
+        mem_limit: str = "16g",
+        cpus: float | None = None,
+        pids_limit: int = 8192,
+        mounts: list[str] | None = None,
+        logdir: str | os.PathLike[str] | None = None,
+    ):
+        path = check_workdir(workdir)
         self.workdir = str(path)
         self.image = image
         self.network = network
@@ -132,38 +85,64 @@ class DockerSandbox:
         try:
             self.client.images.get(image)
         except ImageNotFound:
-            raise SandboxError(f"image {image} is not present locally: run `rocport image build` for the "
-                               f"rocport/rocm-build images, or `docker pull {image}`") from None
-        self._tmp = None if logdir else tempfile.TemporaryDirectory(prefix="rocport-docker-")
-        self.logdir = Path(logdir).resolve() if logdir else Path(self._tmp.name)
+            raise SandboxError(
+                f"image {image} is not present locally: run `rocport image build` for the "
+                f"rocport/rocm-build images, or `docker pull {image}`"
+            ) from None
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        if logdir:
+            self.logdir = Path(logdir).resolve()
+        else:
+            self._tmp = tempfile.TemporaryDirectory(prefix="rocport-docker-")
+            self.logdir = Path(self._tmp.name)
         self.logdir.mkdir(parents=True, exist_ok=True)
         # PID 1 only waits and reaps; it exits when this process stops beating (killed), ending the container
         self.heartbeat = start_heartbeat(self.logdir / f".heartbeat-{self.session}")
         self._relay_dir = tempfile.mkdtemp(prefix="rp-")  # short: unix socket paths are capped at 108 bytes
         self.container = self._create(path, mem_limit, cpus, pids_limit, mounts or [])
-        self._exec = ExecRunner(self.client, self.container.id, self.logdir)
+        self._exec = ExecRunner(self.client, self.container.id or self.container.name or "", self.logdir)
         _OPEN.add(self)
 
-    def _create(self, path: Path, mem_limit: str, cpus: float | None, pids_limit: int, mounts: list[str]):
-        binds = [docker.types.Mount(str(path), str(path), type="bind"),
-                 docker.types.Mount(str(self.logdir), str(self.logdir), type="bind"),
-                 docker.types.Mount(self._relay_dir, self._relay_dir, type="bind")]
+    def _create(
+        self, path: Path, mem_limit: str, cpus: float | None, pids_limit: int, mounts: list[str]
+    ) -> Container:
+        binds = [
+            docker.types.Mount(str(path), str(path), type="bind"),
+            docker.types.Mount(str(self.logdir), str(self.logdir), type="bind"),
+            docker.types.Mount(self._relay_dir, self._relay_dir, type="bind"),
+        ]
         if (path / ".git").is_dir():  # the clone's git config and hooks run on the host: read-only in here
-            binds.append(docker.types.Mount(str(path / ".git"), str(path / ".git"), type="bind", read_only=True))
+            binds.append(
+                docker.types.Mount(str(path / ".git"), str(path / ".git"), type="bind", read_only=True)
+            )
         self.network_mode = network_mode(self.client, self.network)
-        binds += [_parse_mount(m) for m in mounts]
-        options = dict(network_mode=self.network_mode, mem_limit=mem_limit,
-                       pids_limit=pids_limit, labels=owner_labels(self.session, self.workdir),
-                       working_dir=self.workdir, environment=self.base_env, mounts=binds,
-                       name=f"rocport-{self.session}", detach=True, **gpu_options())
+        binds += [parse_mount(m) for m in mounts]
+        options = dict(
+            network_mode=self.network_mode,
+            mem_limit=mem_limit,
+            pids_limit=pids_limit,
+            labels=owner_labels(self.session, self.workdir),
+            working_dir=self.workdir,
+            environment=self.base_env,
+            mounts=binds,
+            name=f"rocport-{self.session}",
+            detach=True,
+            **gpu_options(),
+        )
         if cpus:
             options["nano_cpus"] = int(cpus * 1e9)
         try:
-            return self.client.containers.run(self.image, keepalive_argv(self.heartbeat), **options)
+            # detach=True (in options) makes run() return the Container, which the stubs cannot see
+            container: Container = self.client.containers.run(
+                self.image, keepalive_argv(self.heartbeat), **options
+            )
+            return container
         except APIError as exc:
             stop_heartbeat(self.heartbeat)
             self._cleanup_tmp()
-            raise SandboxError(f"cannot start a container from {self.image}: {exc.explanation or exc}") from exc
+            raise SandboxError(
+                f"cannot start a container from {self.image}: {exc.explanation or exc}"
+            ) from exc
 
     def _env(self, env: dict[str, str] | None) -> dict[str, str]:
         return {**self.base_env, **(env or {})}
@@ -171,14 +150,23 @@ class DockerSandbox:
     def _cwd(self, cwd: str | None) -> str:
         return self.workdir if cwd is None else str(Path(self.workdir, cwd))
 
-    def run(self, cmd: str, *, cwd: str | None = None, env: dict[str, str] | None = None,
-            timeout: float = 600) -> CommandResult:
+    def run(
+        self, cmd: str, *, cwd: str | None = None, env: dict[str, str] | None = None, timeout: float = 600
+    ) -> CommandResult:
         """Run `cmd` with bash in the container; on timeout its process group is killed, output kept."""
         return self._exec.run(cmd, cwd=self._cwd(cwd), env=self._env(env), timeout=timeout)
 
-    def start(self, cmd: str, *, name: str = "service", port: int | None = None,
-              health_path: str | None = None, env: dict[str, str] | None = None,
-              cwd: str | None = None, ready_timeout: float = 120) -> DockerService:
+    def start(
+        self,
+        cmd: str,
+        *,
+        name: str = "service",
+        port: int | None = None,
+        health_path: str | None = None,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        ready_timeout: float = 120,
+    ) -> DockerService:
         """Start a background process in the container; when `port` is given, wait until it answers."""
         log_path = self.logdir / f"{name}.log"
         exec_id, pid_file = self._exec.spawn(cmd, cwd=self._cwd(cwd), env=self._env(env), log_path=log_path)
@@ -186,14 +174,18 @@ class DockerSandbox:
         self._services.append(service)
         if port is not None:
             if self.network_mode == "host":  # the port is on this machine's 127.0.0.1
-                problem = wait_ready(port, health_path=health_path, timeout=ready_timeout, alive=service.alive)
+                problem = wait_ready(
+                    port, health_path=health_path, timeout=ready_timeout, alive=service.alive
+                )
             else:
                 problem = wait_inside(self._exec, service, port, health_path, ready_timeout)
             if problem:
                 service.stop(grace_s=2)
                 last = service.last_line()
-                raise ServiceNotReady(f"{name} ({shlex.split(cmd)[0]}) {problem}"
-                                      f"{': ' + last if last else ''}; see {log_path}", service.logs())
+                raise ServiceNotReady(
+                    f"{name} ({shlex.split(cmd)[0]}) {problem}{': ' + last if last else ''}; see {log_path}",
+                    service.logs(),
+                )
         return service
 
     def publish(self, port: int) -> Published:
@@ -201,14 +193,22 @@ class DockerSandbox:
         if self.network_mode == "host":
             return Published()  # already the host's own port
         sock = Path(self._relay_dir, f"{port}.sock")
-        exec_id, pid_file = self._exec.spawn(f"exec python3 -c {shlex.quote(RELAY_IN_CONTAINER)} {sock} {port}",
-                                             cwd="/", env={}, log_path=self.logdir / f"relay-{port}.log")
-        relay = DockerService(f"relay-{port}", None, self._exec, exec_id, pid_file, self.logdir / f"relay-{port}.log")
+        exec_id, pid_file = self._exec.spawn(
+            f"exec python3 -c {shlex.quote(RELAY_IN_CONTAINER)} {sock} {port}",
+            cwd="/",
+            env={},
+            log_path=self.logdir / f"relay-{port}.log",
+        )
+        relay = DockerService(
+            f"relay-{port}", None, self._exec, exec_id, pid_file, self.logdir / f"relay-{port}.log"
+        )
         try:
             listener = HostListener(port, sock)
         except OSError as exc:
             relay.stop(grace_s=1)
-            raise SandboxError(f"cannot publish port {port} on 127.0.0.1 ({exc.strerror}): pick a free port") from exc
+            raise SandboxError(
+                f"cannot publish port {port} on 127.0.0.1 ({exc.strerror}): pick a free port"
+            ) from exc
         return Published(listener, relay)
 
     def read_file(self, path: str) -> str:
@@ -228,15 +228,13 @@ class DockerSandbox:
     def close(self) -> None:
         """Stop services and remove the container; safe to call twice."""
         for service in self._services:
-            try:
+            # the container is already gone or dying; removing it below ends the service too
+            with contextlib.suppress(SandboxError):
                 service.stop(grace_s=5)
-            except SandboxError:
-                pass  # the container is already gone or dying; removing it below ends the service too
         self._services.clear()
-        try:
+        # already gone: closing twice, or removed by orphan cleanup
+        with contextlib.suppress(NotFound):
             self.container.remove(force=True)
-        except NotFound:
-            pass  # already gone: closing twice, or removed by orphan cleanup
         _OPEN.discard(self)
         stop_heartbeat(self.heartbeat)
         self._cleanup_tmp()
@@ -244,7 +242,7 @@ class DockerSandbox:
     def __enter__(self) -> DockerSandbox:  # noqa: PYI034
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

@@ -4,13 +4,16 @@ Each command runs under coreutils `timeout`, which puts itself and the command i
 group and signals that whole group when time is up; the host keeps its own deadline and kills
 the group from outside if the inside one did not end it.
 """
+
 from __future__ import annotations
 
 import itertools
 import time
 from pathlib import Path
+from typing import Any
 
 import requests
+from docker import DockerClient
 from docker.errors import DockerException
 
 from sandboxes.base import CommandResult, SandboxError
@@ -19,12 +22,13 @@ from sandboxes.local import _read_capped
 GRACE_S = 5  # between the TERM and the KILL of a timed-out command
 HOST_SLACK_S = 10  # past the inside deadline before the host kills the group itself
 
-_RUN = (f'timeout -k {GRACE_S} "$1" bash -c "$2" >"$3.out" 2>"$3.err" </dev/null & '
-        'echo $! >"$3.pid"; wait $!')
+_RUN = f'timeout -k {GRACE_S} "$1" bash -c "$2" >"$3.out" 2>"$3.err" </dev/null & echo $! >"$3.pid"; wait $!'
 # Every process of a command carries ROCPORT_COMMAND=<id> in its environment (setsid keeps it), so a
 # timed-out command's escapees are found by that marker and killed too.
-_KILL_MARKED = ('for d in /proc/[0-9]*; do grep -qsxz "ROCPORT_COMMAND=$1" "$d/environ" '
-                '&& kill -9 "${d#/proc/}" 2>/dev/null; done; exit 0')
+_KILL_MARKED = (
+    'for d in /proc/[0-9]*; do grep -qsxz "ROCPORT_COMMAND=$1" "$d/environ" '
+    '&& kill -9 "${d#/proc/}" 2>/dev/null; done; exit 0'
+)
 # `timeout 0` never fires; it is here for its process group and for forwarding TERM to the group.
 # The pid file appears whole (written aside, then renamed): a reader never sees it created but empty.
 _SPAWN = 'timeout 0 bash -c "$1" >>"$2" 2>&1 </dev/null & echo $! >"$3.tmp" && mv "$3.tmp" "$3"; wait $!'
@@ -33,7 +37,7 @@ _SPAWN = 'timeout 0 bash -c "$1" >>"$2" 2>&1 </dev/null & echo $! >"$3.tmp" && m
 class ExecRunner:
     """Runs and signals commands in one container, keeping their output in `logdir`."""
 
-    def __init__(self, client, container_id: str, logdir: Path):
+    def __init__(self, client: DockerClient, container_id: str, logdir: Path):
         self.api = client.api
         self.container_id = container_id
         self.logdir = logdir
@@ -41,15 +45,18 @@ class ExecRunner:
 
     def _start(self, argv: list[str], cwd: str, env: dict[str, str]) -> str:
         try:
-            exec_id = self.api.exec_create(self.container_id, argv, workdir=cwd, environment=env)["Id"]
+            exec_id: str = self.api.exec_create(self.container_id, argv, workdir=cwd, environment=env)["Id"]
             self.api.exec_start(exec_id, detach=True)
         except (DockerException, requests.RequestException) as exc:
-            raise SandboxError(f"cannot exec in container {self.container_id[:12]}: {exc}; "
-                               "is it still running? (`docker ps`)") from exc
+            raise SandboxError(
+                f"cannot exec in container {self.container_id[:12]}: {exc}; "
+                "is it still running? (`docker ps`)"
+            ) from exc
         return exec_id
 
-    def inspect(self, exec_id: str) -> dict:
-        return self.api.exec_inspect(exec_id)
+    def inspect(self, exec_id: str) -> dict[str, Any]:
+        info: dict[str, Any] = self.api.exec_inspect(exec_id)
+        return info
 
     def running(self, exec_id: str) -> bool:
         return bool(self.inspect(exec_id)["Running"])
@@ -79,8 +86,11 @@ class ExecRunner:
         prefix = self.logdir / f".run-{number}"
         marker = f"{self.container_id[:12]}-{number}"
         started = time.monotonic()
-        exec_id = self._start(["sh", "-c", _RUN, "rocport", f"{timeout:.3f}", cmd, str(prefix)], cwd,
-                              {**env, "ROCPORT_COMMAND": marker})
+        exec_id = self._start(
+            ["sh", "-c", _RUN, "rocport", f"{timeout:.3f}", cmd, str(prefix)],
+            cwd,
+            {**env, "ROCPORT_COMMAND": marker},
+        )
         finished = self._wait(exec_id, started + timeout + GRACE_S + HOST_SLACK_S)
         if not finished:
             self.signal_group(Path(f"{prefix}.pid"), "KILL")
@@ -89,11 +99,17 @@ class ExecRunner:
         code = self.inspect(exec_id).get("ExitCode")
         timed_out = not finished or (code in (124, 137) and elapsed >= timeout)
         if timed_out:  # what left the process group (setsid, daemons) ends too
-            self._wait(self._start(["sh", "-c", _KILL_MARKED, "rocport", marker], "/", {}), time.monotonic() + 30)
-        result = CommandResult(cmd=cmd, returncode=124 if timed_out else (code if code is not None else -1),
-                               stdout=self._collect(Path(f"{prefix}.out")),
-                               stderr=self._collect(Path(f"{prefix}.err")),
-                               duration_s=elapsed, timed_out=timed_out)
+            self._wait(
+                self._start(["sh", "-c", _KILL_MARKED, "rocport", marker], "/", {}), time.monotonic() + 30
+            )
+        result = CommandResult(
+            cmd=cmd,
+            returncode=124 if timed_out else (code if code is not None else -1),
+            stdout=self._collect(Path(f"{prefix}.out")),
+            stderr=self._collect(Path(f"{prefix}.err")),
+            duration_s=elapsed,
+            timed_out=timed_out,
+        )
         Path(f"{prefix}.pid").unlink(missing_ok=True)
         return result
 

@@ -1,4 +1,5 @@
 """A background process inside a DockerSandbox container, and its readiness check from inside."""
+
 from __future__ import annotations
 
 import shlex
@@ -32,8 +33,9 @@ sys.exit(4)
 class DockerService:
     """A process started by `DockerSandbox.start`; its output is in `log_path` on the host."""
 
-    def __init__(self, name: str, port: int | None, runner: ExecRunner, exec_id: str, pid_file: Path,
-                 log_path: Path):
+    def __init__(
+        self, name: str, port: int | None, runner: ExecRunner, exec_id: str, pid_file: Path, log_path: Path
+    ):
         self.name = name
         self.port = port
         self.log_path = log_path
@@ -72,14 +74,19 @@ class DockerService:
         return self._runner.inspect(self._exec_id).get("ExitCode")
 
 
-def wait_inside(runner: ExecRunner, service: DockerService, port: int, health_path: str | None,
-                timeout: float) -> str | None:
+def wait_inside(
+    runner: ExecRunner, service: DockerService, port: int, health_path: str | None, timeout: float
+) -> str | None:
     """Wait for the service from inside its container. None when ready, else why it is not."""
     pid = service.pid()
     if pid is None:
         return "did not start (no pid recorded)"
-    result = runner.run(f"python3 -c {shlex.quote(_PROBE)} {port} {shlex.quote(health_path or '')} {timeout} {pid}",
-                        cwd="/", env={}, timeout=timeout + 5)
+    result = runner.run(
+        f"python3 -c {shlex.quote(_PROBE)} {port} {shlex.quote(health_path or '')} {timeout} {pid}",
+        cwd="/",
+        env={},
+        timeout=timeout + 5,
+    )
     if result.returncode == 0:
         return None
     if result.returncode == 3:

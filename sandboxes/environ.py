@@ -5,20 +5,60 @@ in the user's shell (GITHUB_TOKEN, HF_TOKEN, GH_PAT, AWS_SECRET_ACCESS_KEY, ...)
 whatever they are called. So only names a toolchain needs pass, and even those are dropped when
 their name says credential.
 """
+
 from __future__ import annotations
 
 import os
 import re
 from collections.abc import Mapping
 
-ALLOWED_NAMES = frozenset({"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TZ",
-                           "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV", "CC", "CXX", "CUDAHOSTCXX", "HF_HOME",
-                           "HF_HUB_CACHE", "HF_HUB_OFFLINE", "TRANSFORMERS_CACHE", "XDG_CACHE_HOME"})
-ALLOWED_PREFIXES = ("LC_", "HIP_", "HIPCC_", "ROCM_", "HSA_", "HCC_", "CUDA_", "NVCC_", "PYTORCH_", "TORCH_",
-                    "TRITON_", "MIOPEN_", "NCCL_", "RCCL_", "OMP_", "VLLM_", "SGLANG_")
+ALLOWED_NAMES = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "SHELL",
+        "LANG",
+        "LANGUAGE",
+        "TERM",
+        "TZ",
+        "TMPDIR",
+        "PYTHONPATH",
+        "VIRTUAL_ENV",
+        "CC",
+        "CXX",
+        "CUDAHOSTCXX",
+        "HF_HOME",
+        "HF_HUB_CACHE",
+        "HF_HUB_OFFLINE",
+        "TRANSFORMERS_CACHE",
+        "XDG_CACHE_HOME",
+    }
+)
+ALLOWED_PREFIXES = (
+    "LC_",
+    "HIP_",
+    "HIPCC_",
+    "ROCM_",
+    "HSA_",
+    "HCC_",
+    "CUDA_",
+    "NVCC_",
+    "PYTORCH_",
+    "TORCH_",
+    "TRITON_",
+    "MIOPEN_",
+    "NCCL_",
+    "RCCL_",
+    "OMP_",
+    "VLLM_",
+    "SGLANG_",
+)
 """Toolchain, GPU runtime and serving-framework settings; a credential under these prefixes is still dropped."""
-_SECRET = re.compile(r"KEY|TOKEN|SECRET|PASSW|PWD|CREDENTIAL|AUTH|COOKIE|SESSION|(^|_)PAT(_|$)|PRIVATE|CERT",
-                     re.IGNORECASE)
+_SECRET = re.compile(
+    r"KEY|TOKEN|SECRET|PASSW|PWD|CREDENTIAL|AUTH|COOKIE|SESSION|(^|_)PAT(_|$)|PRIVATE|CERT", re.IGNORECASE
+)
 
 
 def looks_secret(name: str) -> bool:

@@ -1,4 +1,5 @@
 """Waiting for a background service: port open, then an HTTP health path answering 200."""
+
 from __future__ import annotations
 
 import http.client
@@ -26,8 +27,15 @@ def http_ok(host: str, port: int, path: str) -> bool:
         return False
 
 
-def wait_ready(port: int, *, health_path: str | None, timeout: float, alive: Callable[[], bool],
-               host: str = "127.0.0.1", interval: float = 0.1) -> str | None:
+def wait_ready(
+    port: int,
+    *,
+    health_path: str | None,
+    timeout: float,
+    alive: Callable[[], bool],
+    host: str = "127.0.0.1",
+    interval: float = 0.1,
+) -> str | None:
     """Poll until the service answers. Returns None when ready, else why it is not."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -6,8 +6,10 @@ in the container with it) once the file is older than STALE ticks. kill -9 stops
 so a killed run's container and its server stop by themselves within a minute, with no rocport
 command run afterwards.
 """
+
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from pathlib import Path
@@ -38,10 +40,9 @@ class _Heart:
             with self.lock:
                 files = list(self.files)
             for path in files:
-                try:
+                # removed by close() meanwhile
+                with contextlib.suppress(OSError):
                     path.touch()
-                except OSError:
-                    pass  # removed by close() meanwhile
             self.wake.wait(tick_s())
             self.wake.clear()
 
@@ -76,8 +77,10 @@ def stop_heartbeat(path: Path) -> None:
 def keepalive_argv(path: Path) -> list[str]:
     """A container's main process: wait, reap, and exit once `path` goes stale (or TERM arrives)."""
     tick = tick_s()
-    script = ('trap "exit 0" TERM INT; '
-              'while :; do sleep "$2" & wait $!; '
-              'seen=$(stat -c %Y "$1" 2>/dev/null) || exit 0; '
-              '[ $(( $(date +%s) - seen )) -gt "$3" ] && exit 0; done')
+    script = (
+        'trap "exit 0" TERM INT; '
+        'while :; do sleep "$2" & wait $!; '
+        'seen=$(stat -c %Y "$1" 2>/dev/null) || exit 0; '
+        '[ $(( $(date +%s) - seen )) -gt "$3" ] && exit 0; done'
+    )
     return ["sh", "-c", script, "rocport-keepalive", str(path), f"{tick:g}", str(int(tick * STALE_TICKS) + 1)]

@@ -1,6 +1,8 @@
 """LocalSandbox: commands as host subprocesses, each in its own process group."""
+
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
@@ -11,6 +13,7 @@ import time
 import uuid
 import weakref
 from pathlib import Path
+from typing import Self
 
 from sandboxes.base import HEAD_KEEP, OUTPUT_LIMIT, CommandResult, SandboxError
 from sandboxes.environ import sandbox_environ
@@ -28,28 +31,27 @@ def _read_capped(path: Path, limit: int = OUTPUT_LIMIT, head: int = HEAD_KEEP) -
         fh.seek(size - (limit - head))
         last = fh.read()
     cut = size - len(first) - len(last)
-    return (first.decode("utf-8", "replace") + f"\n[... {cut} bytes cut by rocport ...]\n"
-            + last.decode("utf-8", "replace"))
+    return (
+        first.decode("utf-8", "replace")
+        + f"\n[... {cut} bytes cut by rocport ...]\n"
+        + last.decode("utf-8", "replace")
+    )
 
 
-def _kill_group(proc: subprocess.Popen, grace_s: float) -> None:
+def _kill_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
     """SIGTERM the whole process group, SIGKILL it after grace_s."""
     try:
         os.killpg(proc.pid, signal.SIGTERM)
     except ProcessLookupError:
         return
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        pass
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)  # grandchildren may outlive the leader
-    except ProcessLookupError:
-        pass
     proc.wait()
 
 
-def _stop(watchdog: subprocess.Popen) -> None:
+def _stop(watchdog: subprocess.Popen[bytes]) -> None:
     """End a sandbox's watchdog (its sandbox closed or was dropped): nothing of it is left to guard."""
     watchdog.terminate()
     watchdog.wait()
@@ -58,7 +60,7 @@ def _stop(watchdog: subprocess.Popen) -> None:
 class LocalService:
     """A background process on the host with its output in a log file."""
 
-    def __init__(self, name: str, proc: subprocess.Popen, log_path: Path, port: int | None):
+    def __init__(self, name: str, proc: subprocess.Popen[bytes], log_path: Path, port: int | None):
         self.name = name
         self.port = port
         self.log_path = log_path
@@ -78,18 +80,22 @@ class LocalService:
         if self._proc.poll() is None:
             _kill_group(self._proc, grace_s)
         else:
-            try:  # the leader is gone; make sure nothing it spawned is left behind
+            # the leader is gone; make sure nothing it spawned is left behind
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self._proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
         return self._proc.returncode
 
 
 class LocalSandbox:
     """Runs commands on this machine in `workdir`. Use for trusted commands only."""
 
-    def __init__(self, workdir: str | os.PathLike, *, env: dict[str, str] | None = None,
-                 logdir: str | os.PathLike | None = None):
+    def __init__(
+        self,
+        workdir: str | os.PathLike[str],
+        *,
+        env: dict[str, str] | None = None,
+        logdir: str | os.PathLike[str] | None = None,
+    ):
         path = Path(workdir).resolve()
         if not path.is_dir():
             raise SandboxError(f"workdir {path} does not exist: create it or pass an existing repo checkout")
@@ -101,7 +107,7 @@ class LocalSandbox:
         self._services: list[LocalService] = []
         self.session = uuid.uuid4().hex[:12]
         self._commands = 0
-        self._watchdog: subprocess.Popen | None = None
+        self._watchdog: subprocess.Popen[bytes] | None = None
 
     def _env(self, env: dict[str, str] | None) -> dict[str, str]:
         """The command's environment, marked with this sandbox's session and a per-command id (what the
@@ -120,9 +126,19 @@ class LocalSandbox:
             return
         me = os.getpid()
         self._watchdog = subprocess.Popen(
-            [sys.executable, str(Path(__file__).with_name("watchdog.py")), str(me), process_start(me), self.session],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True, env={"PATH": os.environ.get("PATH", "")})
+            [
+                sys.executable,
+                str(Path(__file__).with_name("watchdog.py")),
+                str(me),
+                process_start(me),
+                self.session,
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            env={"PATH": os.environ.get("PATH", "")},
+        )
         # a sandbox dropped without close() must not leave its watchdog waiting for the whole process
         self._stop_watchdog = weakref.finalize(self, _stop, self._watchdog)
 
@@ -131,17 +147,27 @@ class LocalSandbox:
             return self.workdir
         return str(Path(self.workdir, cwd))
 
-    def run(self, cmd: str, *, cwd: str | None = None, env: dict[str, str] | None = None,
-            timeout: float = 600) -> CommandResult:
-        """Run `cmd` through bash; on timeout the whole process group is killed, output kept."""
-        out_path = Path(self._tmp.name, f"run-{time.monotonic_ns()}")
+    def run(
+        self, cmd: str, *, cwd: str | None = None, env: dict[str, str] | None = None, timeout: float = 600
+    ) -> CommandResult:
+        """Run `cmd` through bash; on timeout the whole process group is killed, output kept.
+
+        Output goes to `.run-*.out/.err` in the log dir while the command runs (as in DockerSandbox),
+        so a person watching the run sees the command's latest line, then those files are removed."""
+        out_path = self.logdir / f".run-{self.session}-{time.monotonic_ns()}"
         start = time.monotonic()
         with open(f"{out_path}.out", "wb") as out, open(f"{out_path}.err", "wb") as err:
             environ = self._env(env)
             try:
-                proc = subprocess.Popen(["bash", "-c", cmd], cwd=self._cwd(cwd), env=environ,
-                                        stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                        start_new_session=True)
+                proc = subprocess.Popen(
+                    ["bash", "-c", cmd],
+                    cwd=self._cwd(cwd),
+                    env=environ,
+                    stdout=out,
+                    stderr=err,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
             except OSError as exc:
                 raise SandboxError(f"cannot run commands in {self._cwd(cwd)}: {exc}") from exc
             timed_out = False
@@ -152,38 +178,53 @@ class LocalSandbox:
                 _kill_group(proc, grace_s=2.0)
                 kill_marked(f"ROCPORT_COMMAND={environ['ROCPORT_COMMAND']}", grace_s=2.0)  # setsid escapees
             else:
-                try:  # a finished command must not leave background children running
+                # a finished command must not leave background children running
+                with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(proc.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
         result = CommandResult(
-            cmd=cmd, returncode=proc.returncode if not timed_out else 124,
-            stdout=_read_capped(Path(f"{out_path}.out")), stderr=_read_capped(Path(f"{out_path}.err")),
-            duration_s=time.monotonic() - start, timed_out=timed_out)
+            cmd=cmd,
+            returncode=proc.returncode if not timed_out else 124,
+            stdout=_read_capped(Path(f"{out_path}.out")),
+            stderr=_read_capped(Path(f"{out_path}.err")),
+            duration_s=time.monotonic() - start,
+            timed_out=timed_out,
+        )
         for suffix in (".out", ".err"):
             Path(f"{out_path}{suffix}").unlink(missing_ok=True)
         return result
 
-    def start(self, cmd: str, *, name: str = "service", port: int | None = None,
-              health_path: str | None = None, env: dict[str, str] | None = None,
-              cwd: str | None = None, ready_timeout: float = 120) -> LocalService:
+    def start(
+        self,
+        cmd: str,
+        *,
+        name: str = "service",
+        port: int | None = None,
+        health_path: str | None = None,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        ready_timeout: float = 120,
+    ) -> LocalService:
         """Start a background process; when `port` is given, wait until it answers."""
         log_path = self.logdir / f"{name}.log"
-        log = open(log_path, "ab")
-        try:
-            proc = subprocess.Popen(["bash", "-c", f"exec {cmd}"], cwd=self._cwd(cwd), env=self._env(env),
-                                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
-        finally:
-            log.close()
+        with open(log_path, "ab") as log:  # the child keeps its own descriptor
+            proc = subprocess.Popen(
+                ["bash", "-c", f"exec {cmd}"],
+                cwd=self._cwd(cwd),
+                env=self._env(env),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         service = LocalService(name, proc, log_path, port)
         self._services.append(service)
         if port is not None:
             problem = wait_ready(port, health_path=health_path, timeout=ready_timeout, alive=service.alive)
             if problem:
                 service.stop(grace_s=2)
-                raise ServiceNotReady(f"{name} ({shlex.split(cmd)[0]}) {problem}; see {log_path}",
-                                      service.logs())
+                raise ServiceNotReady(
+                    f"{name} ({shlex.split(cmd)[0]}) {problem}; see {log_path}", service.logs()
+                )
         return service
 
     def read_file(self, path: str) -> str:
@@ -203,10 +244,10 @@ class LocalSandbox:
             self._watchdog = None
         self._tmp.cleanup()
 
-    def __enter__(self) -> "LocalSandbox":
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

@@ -3,14 +3,21 @@
 A process killed with -9 cannot remove its containers; the next `rocport` start does, for every
 container whose owner process is gone (same host, pid dead or reused by another process).
 """
+
 from __future__ import annotations
 
 import os
 import socket
+from typing import TYPE_CHECKING
 
 from docker.errors import APIError, DockerException, NotFound
+from requests.exceptions import RequestException
 
 from sandboxes.watchdog import process_start
+
+if TYPE_CHECKING:
+    from docker import DockerClient
+    from docker.models.containers import Container
 
 LABEL_OWNER = "rocport.owner"
 LABEL_OWNER_START = "rocport.owner_start"
@@ -22,8 +29,13 @@ LABEL_WORKDIR = "rocport.workdir"
 def owner_labels(session: str, workdir: str) -> dict[str, str]:
     """Labels for a container owned by this process."""
     pid = os.getpid()
-    return {LABEL_OWNER: str(pid), LABEL_OWNER_START: process_start(pid), LABEL_HOST: socket.gethostname(),
-            LABEL_SESSION: session, LABEL_WORKDIR: workdir}
+    return {
+        LABEL_OWNER: str(pid),
+        LABEL_OWNER_START: process_start(pid),
+        LABEL_HOST: socket.gethostname(),
+        LABEL_SESSION: session,
+        LABEL_WORKDIR: workdir,
+    }
 
 
 def owner_alive(labels: dict[str, str]) -> bool:
@@ -44,7 +56,7 @@ def owner_alive(labels: dict[str, str]) -> bool:
     return not recorded or process_start(pid) in ("", recorded)
 
 
-def _labelled(client) -> list:
+def _labelled(client: DockerClient) -> list[Container]:
     """rocport's containers. docker-py inspects each listed container, so one removed between the
     listing and its inspection (another run ending) raises NotFound: list again."""
     for _ in range(5):
@@ -55,7 +67,7 @@ def _labelled(client) -> list:
     return []
 
 
-def cleanup_orphans(client=None) -> list[str]:
+def cleanup_orphans(client: DockerClient | None = None) -> list[str]:
     """Remove rocport containers whose owner process is dead; returns their names."""
     if client is None:
         import docker  # imported here so a CLI start without Docker costs nothing more
@@ -63,8 +75,8 @@ def cleanup_orphans(client=None) -> list[str]:
         try:
             client = docker.from_env(timeout=10)
             client.ping()
-        except DockerException:
-            return []  # no daemon, so no containers to clean
+        except (DockerException, RequestException):
+            return []  # no daemon (or none answering in time), so no containers to clean now
     removed = []
     for container in _labelled(client):
         if owner_alive(container.labels):
@@ -77,5 +89,7 @@ def cleanup_orphans(client=None) -> list[str]:
             if exc.status_code == 409:  # another rocport start is removing it right now
                 continue
             raise
-        removed.append(container.name)
+        except RequestException:
+            continue  # the daemon is slow to stop it (a loaded machine): the next rocport start tries again
+        removed.append(container.name or container.short_id)
     return removed

@@ -6,8 +6,10 @@ bind-mounted from the host and forwards each connection to the server's 127.0.0.
 127.0.0.1:PORT forwards to that socket. The benchmark sees an ordinary loopback port, and the
 container still cannot open a single connection to the outside.
 """
+
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 from pathlib import Path
@@ -60,10 +62,8 @@ def _pipe(src: socket.socket, dst: socket.socket) -> None:
     except OSError:
         pass  # the other side went away: the connection is over either way
     finally:
-        try:
+        with contextlib.suppress(OSError):
             dst.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass
 
 
 class HostListener:
@@ -100,8 +100,6 @@ class HostListener:
 
     def close(self) -> None:
         self._closed = True
-        try:
+        with contextlib.suppress(OSError):  # never connected, or already shut down
             self._server.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
         self._server.close()

@@ -10,8 +10,10 @@ It checks its owner every second; when the owner is gone (or its pid was reused)
 KILLs, every process carrying the session marker, and exits. A sandbox that closes normally ends
 its watchdog itself.
 """
+
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -28,7 +30,7 @@ def process_start(pid: int) -> str:
             stat = fh.read()
     except OSError:
         return ""
-    fields = stat[stat.rfind(")") + 2:].split()  # the command name may hold spaces and ')'
+    fields = stat[stat.rfind(")") + 2 :].split()  # the command name may hold spaces and ')'
     return fields[19] if len(fields) > 19 else ""
 
 
@@ -54,10 +56,8 @@ def kill_marked(marker: str, grace_s: float = GRACE_S) -> int:
     pids = marked(marker)
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in pids:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
         deadline = time.monotonic() + (grace_s if sig == signal.SIGTERM else 0)
         while time.monotonic() < deadline and any(process_start(p) for p in pids):
             time.sleep(0.05)

@@ -1,4 +1,5 @@
 """Shared fixtures. Real parts only: a missing daemon or compiler skips here, fails in CI (CI=true)."""
+
 from __future__ import annotations
 
 import os
@@ -25,11 +26,16 @@ def require(condition: bool, what: str) -> None:
 def _docker_ok() -> bool:
     if not shutil.which("docker"):
         return False
-    return subprocess.run(["docker", "info"], capture_output=True, timeout=30).returncode == 0
+    return subprocess.run(["docker", "info"], capture_output=True, timeout=30, check=False).returncode == 0
 
 
 def _image_ok(image: str) -> bool:
-    return subprocess.run(["docker", "image", "inspect", image], capture_output=True, timeout=30).returncode == 0
+    return (
+        subprocess.run(
+            ["docker", "image", "inspect", image], capture_output=True, timeout=30, check=False
+        ).returncode
+        == 0
+    )
 
 
 @pytest.fixture(scope="session")
@@ -71,11 +77,80 @@ def git_repo(tmp_path: Path):
             p = root / rel
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_text(text)
-        env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-               "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
-        for cmd in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"],
-                    ["git", "commit", "-q", "-m", "initial"]):
+        env = {
+            **os.environ,
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@example.com",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@example.com",
+        }
+        for cmd in (
+            ["git", "init", "-q", "-b", "main"],
+            ["git", "add", "-A"],
+            ["git", "commit", "-q", "-m", "initial"],
+        ):
             subprocess.run(cmd, cwd=root, check=True, env=env)
         return root
 
     return make
+
+
+def _shares_a_module_fixture(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    return info is not None and any(
+        fixturedef.scope != "function" and fixturedef.scope != "session"
+        for fixturedefs in info.name2fixturedefs.values()
+        for fixturedef in fixturedefs
+    )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Slow tests first, the slow modules built around one shared run first of all (a stable sort: the
+    rest keep their order), so in a parallel run no long test is left running alone at the end."""
+    items.sort(key=lambda item: (item.get_closest_marker("slow") is None, not _shares_a_module_fixture(item)))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """`--dist loadgroup`: a module whose tests share a module-scoped fixture runs on one worker (see
+    tests/parallel.py); everything else test by test, in collection order."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from tests.parallel import ModuleFixtureScheduling
+
+    config.option.loadscopereorder = False
+    return ModuleFixtureScheduling(config, log)
+
+
+# The terminal size the person running the tests set, if any. Importing readline (pytest does) makes GNU
+# readline export COLUMNS=80 LINES=24 into the C environment without os.environ seeing it, so every
+# process started from there inherits them: an xdist worker then has them in os.environ, and every CLI
+# a test runs folds ids and paths at 80 columns where a serial run printed them whole.
+TERMINAL_SIZE = ("COLUMNS", "LINES")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """xdist controller: hand each worker the terminal size variables as the run started with them."""
+    node.workerinput["terminal_size"] = {name: os.environ.get(name) for name in TERMINAL_SIZE}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Put the terminal size variables back as the run started with them (the controller's, in an xdist
+    worker), in os.environ and in the C environment that subprocesses inherit."""
+    started = getattr(config, "workerinput", {}).get("terminal_size")
+    for name, value in (started or {name: os.environ.get(name) for name in TERMINAL_SIZE}).items():
+        if value is None:
+            os.environ.pop(name, None)
+            os.unsetenv(name)  # pop alone leaves readline's value in the C environment
+        else:
+            os.environ[name] = value
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: one worker more than cores. Much of the suite waits on other processes (servers
+    starting, containers, kill-and-resume runs), so one extra worker keeps the cores busy."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cores + 1

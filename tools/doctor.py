@@ -3,6 +3,7 @@
 Each check is real (a version query, a tiny compile, a daemon ping) and says what to do when a
 part is missing. The CLI renders the list; nothing here prints.
 """
+
 from __future__ import annotations
 
 import os
@@ -13,6 +14,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sandboxes.images.listing import local_build_images
 from sandboxes.images.recipes import CANDIDATE_ARCHS, IMAGE_REPO
@@ -29,7 +31,7 @@ class Check:
     detail: str
     fix: str = ""
     """What to do when the part is missing or broken; empty when ok."""
-    facts: dict = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
 
 
 def _run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 60) -> tuple[int, str]:
@@ -52,37 +54,59 @@ def hipcc_accepts(hipcc: str, archs: tuple[str, ...] = CANDIDATE_ARCHS) -> list[
             return code == 0
 
         with ThreadPoolExecutor(max_workers=len(archs)) as pool:
-            return [arch for arch, ok in zip(archs, pool.map(compiles, archs)) if ok]
+            return [arch for arch, ok in zip(archs, pool.map(compiles, archs), strict=True) if ok]
 
 
 def check_hipcc() -> Check:
     """Host hipcc: version, the platform it was asked for, and the targets it accepts."""
     hipcc = shutil.which("hipcc")
     if hipcc is None:
-        return Check("hipcc (host)", False, "not found",
-                     f"optional: `apt-get install hipcc`; builds run in the image anyway ({IMAGE_REPO})")
+        return Check(
+            "hipcc (host)",
+            False,
+            "not found",
+            f"optional: `apt-get install hipcc`; builds run in the image anyway ({IMAGE_REPO})",
+        )
     _, out = _run([hipcc, "--version"], {**os.environ, "HIP_PLATFORM": "amd"})
     hip = re.search(r"HIP version: (\S+)", out)
     clang = re.search(r"clang version (\S+)", out)
     archs = hipcc_accepts(hipcc)
     platform = os.environ.get("HIP_PLATFORM") or "unset (rocport passes HIP_PLATFORM=amd)"
-    facts = {"path": hipcc, "hip_version": hip.group(1) if hip else "", "archs": archs,
-             "clang_version": clang.group(1) if clang else ""}
-    detail = (f"HIP {facts['hip_version'] or '?'}, clang {facts['clang_version'] or '?'}, "
-              f"--offload-arch {', '.join(archs) or 'none'}; HIP_PLATFORM {platform}")
+    facts = {
+        "path": hipcc,
+        "hip_version": hip.group(1) if hip else "",
+        "archs": archs,
+        "clang_version": clang.group(1) if clang else "",
+    }
+    detail = (
+        f"HIP {facts['hip_version'] or '?'}, clang {facts['clang_version'] or '?'}, "
+        f"--offload-arch {', '.join(archs) or 'none'}; HIP_PLATFORM {platform}"
+    )
     missing = [a for a in CANDIDATE_ARCHS if a not in archs]
-    fix = (f"host hipcc cannot target {', '.join(missing)}: use the image (`rocport image build`)"
-           if missing else "")
-    return Check("hipcc (host)", bool(archs), detail, fix if archs else
-                 "hipcc compiles for no AMD target: install rocm-device-libs or use the image", facts)
+    fix = (
+        f"host hipcc cannot target {', '.join(missing)}: use the image (`rocport image build`)"
+        if missing
+        else ""
+    )
+    return Check(
+        "hipcc (host)",
+        bool(archs),
+        detail,
+        fix if archs else "hipcc compiles for no AMD target: install rocm-device-libs or use the image",
+        facts,
+    )
 
 
 def check_nvcc() -> Check:
     """nvcc checks that ROCm fixes keep the CUDA build compiling."""
     nvcc = shutil.which("nvcc")
     if nvcc is None:
-        return Check("nvcc", False, "not found",
-                     "optional: install the CUDA toolkit so fixes are also checked against the CUDA build")
+        return Check(
+            "nvcc",
+            False,
+            "not found",
+            "optional: install the CUDA toolkit so fixes are also checked against the CUDA build",
+        )
     _, out = _run([nvcc, "--version"])
     release = re.search(r"release ([\d.]+), (V[\d.]+)", out)
     version = release.group(2) if release else "unknown version"
@@ -95,14 +119,19 @@ def check_docker() -> Check:
     from docker.errors import DockerException
 
     if shutil.which("docker") is None and not os.environ.get("DOCKER_HOST"):
-        return Check("Docker daemon", False, "docker not installed", "`apt-get install docker.io` (or `make demo`)")
+        return Check(
+            "Docker daemon", False, "docker not installed", "`apt-get install docker.io` (or `make demo`)"
+        )
     try:
         client = docker.from_env(timeout=10)
         version = client.version().get("Version", "?")
     except DockerException as exc:
-        return Check("Docker daemon", False, f"not reachable ({type(exc).__name__})",
-                     "start it: `systemctl start docker`, or as root "
-                     "`dockerd --iptables=false --bridge=none &`")
+        return Check(
+            "Docker daemon",
+            False,
+            f"not reachable ({type(exc).__name__})",
+            "start it: `systemctl start docker`, or as root `dockerd --iptables=false --bridge=none &`",
+        )
     return Check("Docker daemon", True, f"Docker {version} answering", facts={"version": version})
 
 
@@ -112,10 +141,17 @@ def check_images(docker_ok: bool) -> Check:
         return Check("ROCm build image", False, "unknown: Docker is not reachable", "start Docker first")
     images = local_build_images()
     if not images:
-        return Check("ROCm build image", False, f"no {IMAGE_REPO} image",
-                     "`rocport image build` (about 2 minutes, Debian packages only)")
-    lines = [f"{img['tag']}: HIP {img['hip_version'] or '?'}, {img['clang_version'] or 'clang ?'}, "
-             f"--offload-arch {', '.join(img['archs']) or '?'}" for img in images]
+        return Check(
+            "ROCm build image",
+            False,
+            f"no {IMAGE_REPO} image",
+            "`rocport image build` (about 2 minutes, Debian packages only)",
+        )
+    lines = [
+        f"{img['tag']}: HIP {img['hip_version'] or '?'}, {img['clang_version'] or 'clang ?'}, "
+        f"--offload-arch {', '.join(img['archs']) or '?'}"
+        for img in images
+    ]
     return Check("ROCm build image", True, "; ".join(lines), facts={"images": images})
 
 
@@ -133,9 +169,14 @@ def check_gpus() -> Check:
     detail = "no AMD GPU (/dev/kfd absent)" if not kfd else "/dev/kfd present but rocminfo lists no gfx agent"
     if nvidia:
         detail += f"; NVIDIA devices: {len(nvidia)}"
-    return Check("GPUs", False, detail,
-                 "compiles, rules and CPU fixtures work without one; serving a real model needs an AMD GPU "
-                 "(amdgpu driver loaded, /dev/kfd and /dev/dri visible)", facts)
+    return Check(
+        "GPUs",
+        False,
+        detail,
+        "compiles, rules and CPU fixtures work without one; serving a real model needs an AMD GPU "
+        "(amdgpu driver loaded, /dev/kfd and /dev/dri visible)",
+        facts,
+    )
 
 
 def check_llm() -> Check:
@@ -144,15 +185,25 @@ def check_llm() -> Check:
     has_key = bool(os.environ.get("OPENAI_API_KEY"))
     facts = {"base_url": base_url, "api_key_set": has_key}
     if not base_url and not has_key:
-        return Check("LLM endpoint", False, "not configured (OPENAI_BASE_URL and OPENAI_API_KEY unset)",
-                     "optional: set OPENAI_BASE_URL (any OpenAI-compatible server) and OPENAI_API_KEY; "
-                     "rules still fix what they know", facts)
+        return Check(
+            "LLM endpoint",
+            False,
+            "not configured (OPENAI_BASE_URL and OPENAI_API_KEY unset)",
+            "optional: set OPENAI_BASE_URL (any OpenAI-compatible server) and OPENAI_API_KEY; "
+            "rules still fix what they know",
+            facts,
+        )
     where = base_url or "api.openai.com (default)"
     key = f"API key {'set' if has_key else 'not set'}"
     refused = _unreachable(base_url) if base_url else None
     if refused:
-        return Check("LLM endpoint", False, f"{where}, {key}: nothing answers ({refused})",
-                     "start the server or fix OPENAI_BASE_URL; a port run that needs the LLM stops there", facts)
+        return Check(
+            "LLM endpoint",
+            False,
+            f"{where}, {key}: nothing answers ({refused})",
+            "start the server or fix OPENAI_BASE_URL; a port run that needs the LLM stops there",
+            facts,
+        )
     return Check("LLM endpoint", True, f"{where}, {key}", facts=facts)
 
 
@@ -176,5 +227,11 @@ def _unreachable(base_url: str) -> str | None:
 def run_checks() -> list[Check]:
     """All checks, in the order a user reads them."""
     docker_check = check_docker()
-    return [check_hipcc(), check_nvcc(), docker_check, check_images(docker_check.ok), check_gpus(),
-            check_llm()]
+    return [
+        check_hipcc(),
+        check_nvcc(),
+        docker_check,
+        check_images(docker_check.ok),
+        check_gpus(),
+        check_llm(),
+    ]

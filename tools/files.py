@@ -3,6 +3,7 @@
 A repo is untrusted input. A FIFO named `x.cu` blocks a plain open() forever (no writer ever comes),
 and a device node streams without end; both are opened here without blocking and refused.
 """
+
 from __future__ import annotations
 
 import os
@@ -14,15 +15,26 @@ class NotRegularFile(OSError):
     """The path is a FIFO, socket or device: nothing rocport reads as source."""
 
 
-def read_regular(path: str | os.PathLike, limit: int | None = None) -> bytes:
+def read_regular(path: str | os.PathLike[str], limit: int | None = None) -> bytes:
     """The bytes of a regular file (at most `limit` of them); NotRegularFile for anything else."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             raise NotRegularFile(f"{path}: not a regular file (a FIFO, socket or device); skipped")
-        return fh.read() if limit is None else fh.read(limit)
+        # Sized from fstat (one byte more, to see growth): a buffered read(limit) allocates the
+        # whole limit per file, which a tree scan pays hundreds of times.
+        want = info.st_size + 1 if limit is None else min(limit, info.st_size + 1)
+        parts = [os.read(fd, want)]
+        got = len(parts[0])
+        while parts[-1] and (limit is None or got < limit):
+            parts.append(os.read(fd, 1 << 20 if limit is None else min(1 << 20, limit - got)))
+            got += len(parts[-1])
+        return b"".join(parts)
+    finally:
+        os.close(fd)
 
 
-def read_regular_text(path: str | os.PathLike) -> str:
+def read_regular_text(path: str | os.PathLike[str]) -> str:
     """A regular file's text, undecodable bytes replaced (source kept readable, never a traceback)."""
     return read_regular(Path(path)).decode("utf-8", errors="replace")

@@ -6,6 +6,7 @@ diff drivers, credential helpers, ssh commands, ...), so each call here turns th
 hooks and fsmonitor always, and every executing key the repo's local config sets gets a harmless
 `-c` override. A repo whose config moves the work tree elsewhere is refused outright.
 """
+
 from __future__ import annotations
 
 import os
@@ -14,22 +15,62 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-ALWAYS = ("core.fsmonitor=false", "core.hooksPath=/dev/null", "protocol.ext.allow=never",
-          "commit.gpgSign=false", "tag.gpgSign=false", "gc.auto=0", "maintenance.auto=false",
-          "submodule.recurse=false")
+# The commit-message text lives in tools/commit_message.py; callers reach it through this module too,
+# as `gitops.patch_commit_message`, beside the commit it is written for.
+from tools.commit_message import evidence_lines as evidence_lines
+from tools.commit_message import patch_commit_message as patch_commit_message
+
+ALWAYS = (
+    "core.fsmonitor=false",
+    "core.hooksPath=/dev/null",
+    "protocol.ext.allow=never",
+    "commit.gpgSign=false",
+    "tag.gpgSign=false",
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "submodule.recurse=false",
+)
 """Overrides on every call: no hook, no fsmonitor, no ext:: transport, no signing program, no auto gc."""
 
-_HARMLESS = {"textconv": "cat", "clean": "", "smudge": "", "process": "", "driver": "false", "command": "false",
-             "program": "false", "sshcommand": "ssh", "gitproxy": "", "askpass": "", "editor": "true",
-             "pager": "cat", "helper": "", "uploadpack": "git-upload-pack", "receivepack": "git-receive-pack",
-             "proxy": "", "proxycommand": "", "alternaterefscommand": "", "fsmonitor": "false",
-             "hookspath": "/dev/null", "external": ""}
+_HARMLESS = {
+    "textconv": "cat",
+    "clean": "",
+    "smudge": "",
+    "process": "",
+    "driver": "false",
+    "command": "false",
+    "program": "false",
+    "sshcommand": "ssh",
+    "gitproxy": "",
+    "askpass": "",
+    "editor": "true",
+    "pager": "cat",
+    "helper": "",
+    "uploadpack": "git-upload-pack",
+    "receivepack": "git-receive-pack",
+    "proxy": "",
+    "proxycommand": "",
+    "alternaterefscommand": "",
+    "fsmonitor": "false",
+    "hookspath": "/dev/null",
+    "external": "",
+}
 """Config keys (by last name part) whose value git runs as a command, and what replaces it."""
 _UNTRUSTED_SCOPES = ("local", "worktree")
 _NO_EXT = ("diff", "log", "show", "format-patch")
 """Subcommands that could run diff.external / textconv drivers: always with --no-ext-diff."""
-_DROP_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_CONFIG", "GIT_EXTERNAL_DIFF",
-             "GIT_SSH", "GIT_SSH_COMMAND", "GIT_PAGER", "GIT_EDITOR", "GIT_ASKPASS")
+_DROP_ENV = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_CONFIG",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_PAGER",
+    "GIT_EDITOR",
+    "GIT_ASKPASS",
+)
 ROCPORT_IDENTITY = ("-c", "user.name=rocport", "-c", "user.email=rocport@localhost")
 
 
@@ -54,27 +95,44 @@ def _base() -> list[str]:
 def _said(stderr: str, returncode: int) -> str:
     lines = [ln.strip() for ln in stderr.strip().splitlines() if ln.strip()]
     # git's own fatal/error line says what went wrong; its last line is often only advice
-    return next((ln for ln in lines if ln.startswith(("fatal:", "error:"))), lines[-1] if lines else f"exit {returncode}")
+    return next(
+        (ln for ln in lines if ln.startswith(("fatal:", "error:"))),
+        lines[-1] if lines else f"exit {returncode}",
+    )
 
 
 def _parse_scoped(raw: str) -> list[tuple[str, str, str]]:
     """(scope, key, value) out of `git config --list --show-scope -z` (scope\\0key\\nvalue\\0 ...)."""
     fields = raw.split("\0")
-    return [(scope, *(kv.split("\n", 1) + [""])[:2]) for scope, kv in zip(fields[0::2], fields[1::2])]
+    out = []
+    for scope, kv in zip(fields[0::2], fields[1::2], strict=False):  # a trailing \0 leaves one extra field
+        key, _, value = kv.partition("\n")
+        out.append((scope, key, value))
+    return out
 
 
 def _overrides(root: Path) -> list[str]:
-    proc = subprocess.run([*_base(), "config", "--list", "--show-scope", "--includes", "-z"], cwd=root,
-                          capture_output=True, env=_env(None), timeout=60, check=False)
+    proc = subprocess.run(
+        [*_base(), "config", "--list", "--show-scope", "--includes", "-z"],
+        cwd=root,
+        capture_output=True,
+        env=_env(None),
+        timeout=60,
+        check=False,
+    )
     if proc.returncode != 0:
         return []  # not a repo (yet): the command itself will say so
     overrides: list[str] = []
     for scope, key, value in _parse_scoped(proc.stdout.decode("utf-8", "replace")):
         if scope not in _UNTRUSTED_SCOPES:
             continue
-        if key.lower() == "core.worktree" or (key.lower() == "core.bare" and value.strip().lower() != "false"):
-            raise GitError(f"refusing to run git in {root}: its .git/config sets {key} (something in the "
-                           f"clone rewrote git's config); delete the clone and rerun")
+        if key.lower() == "core.worktree" or (
+            key.lower() == "core.bare" and value.strip().lower() != "false"
+        ):
+            raise GitError(
+                f"refusing to run git in {root}: its .git/config sets {key} (something in the "
+                f"clone rewrote git's config); delete the clone and rerun"
+            )
         last = key.rsplit(".", 1)[-1].lower()
         if last in _HARMLESS:
             overrides += ["-c", f"{key}={_HARMLESS[last]}"]
@@ -92,13 +150,29 @@ def command(root: Path | None, *args: str) -> list[str]:
     return argv
 
 
-def run(root: Path | None, *args: str, input: str | bytes | None = None, ok: Sequence[int] = (0,),
-        env: dict[str, str] | None = None, timeout: float = 300, text: bool = True) -> subprocess.CompletedProcess:
+def run(
+    root: Path | None,
+    *args: str,
+    input: str | bytes | None = None,
+    ok: Sequence[int] = (0,),
+    env: dict[str, str] | None = None,
+    timeout: float = 300,
+    text: bool = True,
+) -> subprocess.CompletedProcess[Any]:
     """Run git in `root`; GitError (git's own reason) unless the exit code is in `ok`."""
     argv = command(root, *args)
     try:
-        proc = subprocess.run(argv, cwd=root, input=input, capture_output=True, text=text, env=_env(env),
-                              timeout=timeout, check=False, stdin=None if input is not None else subprocess.DEVNULL)
+        proc = subprocess.run(
+            argv,
+            cwd=root,
+            input=input,
+            capture_output=True,
+            text=text,
+            env=_env(env),
+            timeout=timeout,
+            check=False,
+            stdin=None if input is not None else subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired:
         raise GitError(f"git {_verb(args)} timed out after {timeout:.0f}s in {root}") from None
     if proc.returncode not in ok:
@@ -113,7 +187,8 @@ def _verb(args: Iterable[str]) -> str:
 
 def git(root: Path, *args: str, **kwargs: Any) -> str:
     """stdout of `git args...` in `root`, stripped; GitError when it fails."""
-    return run(root, *args, **kwargs).stdout.strip()
+    out: str = run(root, *args, **kwargs).stdout
+    return out.strip()
 
 
 def is_repo(root: Path) -> bool:
@@ -150,13 +225,22 @@ def reset_hard(root: Path, ref: str) -> None:
     git(root, "clean", "-fdq")
 
 
-def apply(root: Path, diff: str, *extra: str) -> subprocess.CompletedProcess:
+def apply(root: Path, diff: str, *extra: str) -> subprocess.CompletedProcess[str]:
     """`git apply` the diff from stdin (the result is returned, not raised: callers word the error).
 
     The diff goes as bytes: a source that is not valid UTF-8 was read with surrogateescape, so its
     diff carries the original bytes back unchanged."""
-    done = run(root, "apply", "--whitespace=nowarn", *extra, "-", input=diff.encode("utf-8", "surrogateescape"),
-               ok=range(256), timeout=60, text=False)
+    done = run(
+        root,
+        "apply",
+        "--whitespace=nowarn",
+        *extra,
+        "-",
+        input=diff.encode("utf-8", "surrogateescape"),
+        ok=range(256),
+        timeout=60,
+        text=False,
+    )
     done.stdout, done.stderr = done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace")
     return done
 
@@ -169,37 +253,43 @@ def diff_files(root: Path, edited: Sequence[str], created: Sequence[str] = ()) -
     return out
 
 
+def snapshot(root: Path, message: str) -> str:
+    """Make the folder `root` a fresh repository (branch main) whose one commit, by rocport, holds all
+    its files: how fixture clones and eval corpora start. Returns the commit's sha."""
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, *ROCPORT_IDENTITY, "commit", "-q", "--no-verify", "-m", message)
+    return head(root)
+
+
 def has_identity(root: Path) -> bool:
     return run(root, "config", "user.email", ok=(0, 1)).returncode == 0
 
 
-def commit_files(root: Path, files: Sequence[str], message: str, *, author: str | None = None,
-                 env: dict[str, str] | None = None) -> str:
+def commit_files(
+    root: Path,
+    files: Sequence[str],
+    message: str,
+    *,
+    author: str | None = None,
+    env: dict[str, str] | None = None,
+) -> str:
     """Commit exactly `files` with `message` (as rocport when no identity is configured); the new sha."""
     git(root, "add", "--", *files)
     ident = () if has_identity(root) else ROCPORT_IDENTITY
     author_arg = [f"--author={author}"] if author else []
-    git(root, *ident, "commit", "-q", "--no-verify", *author_arg, "-F", "-", "--", *files, input=message, env=env)
+    git(
+        root,
+        *ident,
+        "commit",
+        "-q",
+        "--no-verify",
+        *author_arg,
+        "-F",
+        "-",
+        "--",
+        *files,
+        input=message,
+        env=env,
+    )
     return head(root)
-
-
-def evidence_lines(checks: Iterable[Any]) -> str:
-    """The checks (CheckResult records or dicts) as commit-message lines: verdict, name, detail, command."""
-    lines = []
-    for c in checks:
-        get = c.get if isinstance(c, dict) else lambda k, c=c: getattr(c, k, "")
-        # a unit whose targeted error is gone but which still fails is not proven: its verdict says so
-        verdict = ("still fails" if "unit still fails" in str(get("detail")) else "ok") if get("ok") else "FAIL"
-        lines.append(f"- [{verdict}] {get('name')}: {get('detail')}")
-        if get("cmd"):
-            lines.append(f"    $ {get('cmd')}")
-    return "\n".join(lines)
-
-
-def patch_commit_message(subject: str, failure: dict, rationale: str, checks: Iterable[Any]) -> str:
-    """The commit of one kept patch: what it fixes, the failure it removes, and the checks that prove it."""
-    body = [f"Fixes {failure.get('kind', 'a failure')}: {str(failure.get('message', ''))[:300]}",
-            f"Signature: {failure.get('signature', '')}", "", rationale.strip(), "",
-            "Evidence (rocport validation):", evidence_lines(checks) or "- no C/C++ unit touched; nothing compiled"]
-    return subject.strip() + "\n\n" + "\n".join(body) + "\n"
-

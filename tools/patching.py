@@ -4,6 +4,7 @@ Every path the diff names must stay inside the repo: no absolute paths, no `..`,
 `.git`, and nothing that resolves (through symlinks) outside the repo root. `git apply --check`
 runs before anything is written, so a diff either applies whole or not at all.
 """
+
 from __future__ import annotations
 
 import re
@@ -58,24 +59,32 @@ def check_paths(root: Path, paths: list[str]) -> None:
     for rel in paths:
         pure = PurePosixPath(rel)
         if pure.is_absolute() or rel.startswith("\\") or re.match(r"^[A-Za-z]:", rel):
-            raise PatchError(f"refused patch: absolute path {rel!r}; patches may only touch files inside the repo")
+            raise PatchError(
+                f"refused patch: absolute path {rel!r}; patches may only touch files inside the repo"
+            )
         if ".." in pure.parts:
-            raise PatchError(f"refused patch: path {rel!r} contains '..'; patches may only touch files inside the repo")
+            raise PatchError(
+                f"refused patch: path {rel!r} contains '..'; patches may only touch files inside the repo"
+            )
         if ".git" in pure.parts:
             raise PatchError(f"refused patch: path {rel!r} is inside .git")
         resolved = (base / rel).resolve()
         if resolved != base and base not in resolved.parents:
-            raise PatchError(f"refused patch: {rel!r} resolves outside the repo (to {resolved}) through a symlink")
+            raise PatchError(
+                f"refused patch: {rel!r} resolves outside the repo (to {resolved}) through a symlink"
+            )
 
 
 def check_size(diff: str) -> None:
     """Raise PatchError when the diff is over MAX_DIFF_BYTES."""
     size = len(diff.encode("utf-8", "surrogatepass"))
     if size > MAX_DIFF_BYTES:
-        raise PatchError(f"refused patch: the diff is {size} bytes, over the {MAX_DIFF_BYTES}-byte cap for one fix")
+        raise PatchError(
+            f"refused patch: the diff is {size} bytes, over the {MAX_DIFF_BYTES}-byte cap for one fix"
+        )
 
 
-def _git_apply(root: Path, diff: str, *extra: str) -> subprocess.CompletedProcess:
+def _git_apply(root: Path, diff: str, *extra: str) -> subprocess.CompletedProcess[str]:
     return gitops.apply(root, diff, *extra)
 
 

@@ -3,21 +3,45 @@
 Plain dataclasses, JSON-serialisable through `to_dict`/`from_dict`, so graph state,
 the run directory and the sweep database all store the same shapes.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import Any, Self
 
 # The taxonomy of FAILURE_CLASSES.md. Keep the names stable: sweeps cluster on them.
 COMPILE_KINDS = (
-    "cuda_header", "cub", "cuda_std", "warp_intrinsic", "warp_size", "inline_ptx",
-    "bf16_type", "fp16_type", "fp8_type", "stream_api", "cublas", "launch_bounds_smem",
-    "compiler_dialect", "toolchain", "cuda_api", "nccl_symbol", "build_config",
+    "cuda_header",
+    "cub",
+    "cuda_std",
+    "warp_intrinsic",
+    "warp_size",
+    "inline_ptx",
+    "bf16_type",
+    "fp16_type",
+    "fp8_type",
+    "stream_api",
+    "cublas",
+    "launch_bounds_smem",
+    "compiler_dialect",
+    "toolchain",
+    "cuda_api",
+    "nccl_symbol",
+    "build_config",
 )
 RUNTIME_KINDS = (
-    "weight_name", "quant_exclusion", "fp8_layout", "cuda_only_dep", "hip_runtime",
-    "unsupported_dtype", "python_version_parse", "triton_config", "resource", "serve_flag",
-    "tokenizer", "arch_unsupported",
+    "weight_name",
+    "quant_exclusion",
+    "fp8_layout",
+    "cuda_only_dep",
+    "hip_runtime",
+    "unsupported_dtype",
+    "python_version_parse",
+    "triton_config",
+    "resource",
+    "serve_flag",
+    "tokenizer",
+    "arch_unsupported",
 )
 # Generic kinds for what the taxonomy does not name.
 OTHER_KINDS = ("compile_error", "link_error", "python_error", "unknown")
@@ -31,12 +55,20 @@ class _Record:
     """JSON round-trip for the dataclasses below."""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)  # type: ignore[call-overload]
+        """The record as JSON types (nested records become dicts)."""
+        data: dict[str, Any] = asdict(self)  # type: ignore[call-overload]
+        return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]):
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        """The record from its dict; keys it does not know are ignored."""
         names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
         return cls(**{k: v for k, v in data.items() if k in names})
+
+    @classmethod
+    def coerce(cls, value: Self | dict[str, Any]) -> Self:
+        """The record itself, or one read from its dict (run state saved before the state was typed)."""
+        return cls.from_dict(value) if isinstance(value, dict) else value
 
 
 @dataclass
@@ -62,6 +94,25 @@ class Failure(_Record):
     facts: dict[str, Any] = field(default_factory=dict)
     """Domain facts pulled out of the log: shapes, missing keys, dtype, module, translation unit."""
 
+    @property
+    def key(self) -> str:
+        """The failure's one identity: its signature, else the same formula diagnose signs with."""
+        if self.signature:
+            return self.signature
+        from tools.diagnose.signature import make_signature  # diagnose imports this module
+
+        return make_signature(self.kind, self.file, self.symbol, self.message)
+
+    @property
+    def target(self) -> tuple[str, str | None, str | None]:
+        """What one patch addresses: kind, file, symbol (a log repeats one error once per build target)."""
+        return (self.kind, self.file, self.symbol)
+
+    def same_as(self, other: Failure) -> bool:
+        """The same problem: one key, or one named target (a recompile or a reload may word the message
+        differently, which a message-based signature would count as a new failure)."""
+        return self.key == other.key or (self.symbol is not None and self.target == other.target)
+
 
 @dataclass
 class Proposal(_Record):
@@ -74,6 +125,15 @@ class Proposal(_Record):
     rationale: str
     files: list[str] = field(default_factory=list)
     """Repo-relative paths the diff touches (new files included)."""
+    failure: Failure | None = None
+    """The failure it addresses, when the caller keeps them together (the port loop's wave)."""
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Proposal:
+        failure = data.get("failure")
+        names = {f.name for f in fields(cls)}
+        kept = {k: v for k, v in data.items() if k in names and k != "failure"}
+        return cls(**kept, failure=Failure.coerce(failure) if failure is not None else None)
 
 
 @dataclass
@@ -99,8 +159,22 @@ class PatchOutcome(_Record):
     commit: str | None = None
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "PatchOutcome":
+    def from_dict(cls, data: dict[str, Any]) -> PatchOutcome:
         data = dict(data)
-        data["proposal"] = Proposal.from_dict(data["proposal"])
-        data["checks"] = [CheckResult.from_dict(c) for c in data.get("checks", [])]
+        data["proposal"] = Proposal.coerce(data["proposal"])
+        data["checks"] = [CheckResult.coerce(c) for c in data.get("checks", [])]
         return cls(**data)
+
+
+def _failure(data: dict[str, Any]) -> Failure:
+    return Failure.from_dict({"kind": "unknown", "message": "", **data})
+
+
+def failure_key(failure: dict[str, Any]) -> str:
+    """`Failure.key` of a failure stored as a dict (run state, journal, sweep results)."""
+    return _failure(failure).key
+
+
+def same_failure(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """`Failure.same_as` of two failures stored as dicts."""
+    return _failure(a).same_as(_failure(b))

@@ -3,72 +3,39 @@
 Reads only the run directory (state.json, events.jsonl, job.yaml, bench JSON), so any finished or
 stopped run can be reported again later, on any machine.
 """
+
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tools.host_paths import public_text
+from tools.run_view import ReportError, RunView
+
+__all__ = [
+    "LATENCY_METRICS",
+    "PERCENTILES",
+    "THROUGHPUTS",
+    "ReportError",
+    "RunView",
+    "bench_rows",
+    "failure_fates",
+    "phase_timeline",
+    "render_markdown",
+    "scan_rows",
+    "stage_rows",
+]
 
 LATENCY_METRICS = (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL"), ("e2e_latency", "E2E"))
 PERCENTILES = ("mean", "median", "p90", "p95", "p99")
-THROUGHPUTS = (("request_throughput", "requests/s"), ("output_throughput", "output tok/s"),
-               ("total_token_throughput", "total tok/s"))
+THROUGHPUTS = (
+    ("request_throughput", "requests/s"),
+    ("output_throughput", "output tok/s"),
+    ("total_token_throughput", "total tok/s"),
+)
 
 
-class ReportError(ValueError):
-    """The run directory cannot be reported; the message says what is missing."""
-
-
-@dataclass
-class RunView:
-    """A run as the report sees it."""
-
-    run_id: str
-    path: Path
-    state: dict
-    events: list[dict] = field(default_factory=list)
-    job_yaml: str = ""
-
-    @property
-    def job(self) -> dict:
-        """The run's job.yaml as data ({} when missing or unreadable)."""
-        import yaml
-
-        try:
-            job = yaml.safe_load(self.job_yaml or "") or {}
-        except yaml.YAMLError:
-            return {}
-        return job if isinstance(job, dict) else {}
-
-    @classmethod
-    def load(cls, run_dir: Path) -> "RunView":
-        state_file = run_dir / "state.json"
-        if not state_file.is_file():
-            raise ReportError(f"{run_dir} has no state.json: the run never got past checkout; "
-                              f"resume it with `rocport port --resume {run_dir.name}`")
-        events = []
-        if (run_dir / "events.jsonl").is_file():
-            lines = [ln for ln in (run_dir / "events.jsonl").read_text(errors="replace").splitlines() if ln.strip()]
-            for i, line in enumerate(lines):
-                try:
-                    events.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    if i == len(lines) - 1:
-                        break  # a process killed mid-append leaves a torn last line; the rest is intact
-                    raise ReportError(f"{run_dir / 'events.jsonl'} line {i + 1} is not JSON ({exc.msg}): "
-                                      f"the run directory was edited or damaged") from exc
-        try:
-            state = json.loads(state_file.read_text(errors="replace"))
-        except json.JSONDecodeError as exc:
-            raise ReportError(f"{state_file} is not JSON ({exc.msg}): the run directory is damaged; port "
-                              f"again with `rocport port -c {run_dir / 'job.yaml'}`") from exc
-        job = (run_dir / "job.yaml").read_text() if (run_dir / "job.yaml").is_file() else ""
-        return cls(run_dir.name, run_dir, state, events, job)
-
-
-def phase_timeline(events: list[dict]) -> list[tuple[str, float, float]]:
+def phase_timeline(events: list[dict[str, Any]]) -> list[tuple[str, float, float]]:
     """(phase, start offset s, duration s) from the `phase` events, in order."""
     marks = [(e["phase"], e["ts"]) for e in events if e.get("event") == "phase" and "ts" in e]
     ends = [e["ts"] for e in events if "ts" in e]
@@ -85,34 +52,62 @@ def phase_timeline(events: list[dict]) -> list[tuple[str, float, float]]:
 STAGE_ORDER = ("checkout", "scan", "preflight", "unit compiles", "build", "load", "serve", "bench")
 
 
-def _skipped_why(state: dict) -> str:
+def _skipped_why(state: dict[str, Any]) -> str:
     reason = state.get("stop_reason") or ""
     if "--until" in reason:
-        return reason
+        return reason.split("; ")[-1]
     if reason and state.get("phase"):
         return f"not reached: the run stopped at {state['phase']} (see the status line)"
     return f"not reached: {reason}" if reason else "not reached"
 
 
-def stage_rows(state: dict, events: list[dict]) -> list[list[str]]:
+def stage_rows(state: dict[str, Any], events: list[dict[str, Any]]) -> list[list[str]]:
     """[stage, ran, why / result] for every stage of the loop, in order: what ran, what was skipped
     and why (a stop reason, --until, no GPU here)."""
     named = {e.get("event"): e for e in events}
     stages = state.get("stages", {})
-    rows = [["checkout", "ran" if state.get("base_commit") else "no",
-             f"{state.get('branch', '')} from {str(state.get('base_commit', ''))[:12]}"
-             if state.get("base_commit") else "not reached"]]
+    rows = [
+        [
+            "checkout",
+            "ran" if state.get("base_commit") else "no",
+            f"{state.get('branch', '')} from {str(state.get('base_commit', ''))[:12]}"
+            if state.get("base_commit")
+            else "not reached",
+        ]
+    ]
     if "scanned" in named:
         e = named["scanned"]
-        rows.append(["scan", "ran", f"{e.get('count', 0)} finding(s)"
-                     + (f": {', '.join(e.get('kinds', []))}" if e.get("kinds") else "")])
+        rows.append(
+            [
+                "scan",
+                "ran",
+                f"{e.get('count', 0)} finding(s)"
+                + (f": {', '.join(e.get('kinds', []))}" if e.get("kinds") else ""),
+            ]
+        )
     else:
-        rows.append(["scan", "skipped", next((e["message"] for e in events if e.get("event") == "note"
-                                              and "scan not run" in e.get("message", "")), _skipped_why(state))])
+        rows.append(
+            [
+                "scan",
+                "skipped",
+                next(
+                    (
+                        e["message"]
+                        for e in events
+                        if e.get("event") == "note" and "scan not run" in e.get("message", "")
+                    ),
+                    _skipped_why(state),
+                ),
+            ]
+        )
     units = state.get("counters", {}).get("unit_compiles", 0)
     for name in ("preflight", "unit compiles", "build", "load", "serve", "bench"):
         if name == "unit compiles":
-            if units:
+            every = stages.get("unit")
+            if every:
+                ran = "skipped" if str(every.get("status", "")).startswith("not run") else "ran"
+                rows.append([name, ran, f"{every.get('status', '')}: {every.get('detail', '')}"])
+            elif units:
                 rows.append([name, "ran", f"{units} (hipcc/nvcc, the touched translation units)"])
             continue
         st = stages.get(name)
@@ -120,45 +115,75 @@ def stage_rows(state: dict, events: list[dict]) -> list[list[str]]:
             rows.append([name, "skipped", _skipped_why(state)])
         elif name == "preflight" and st.get("checks"):
             lacking = [c["need"] for c in st["checks"] if not c["ok"]]
-            rows.append([name, "ran", f"{st.get('image', '')}: " + (f"missing {', '.join(lacking)}" if lacking
-                                                                       else "has what the build needs")])
+            rows.append(
+                [
+                    name,
+                    "ran",
+                    f"{st.get('image', '')}: "
+                    + (f"missing {', '.join(lacking)}" if lacking else "has what the build needs"),
+                ]
+            )
         elif str(st.get("status", "")).startswith("not run"):
-            rows.append([name, "skipped", f"{st['status']}" + (f" ({st['detail']})" if st.get("detail") else "")])
+            rows.append(
+                [name, "skipped", f"{st['status']}" + (f" ({st['detail']})" if st.get("detail") else "")]
+            )
         else:
-            rows.append([name, "ran", f"{st.get('status', '')}" + (f": {st['detail']}" if st.get("detail") else "")])
+            rows.append(
+                [name, "ran", f"{st.get('status', '')}" + (f": {st['detail']}" if st.get("detail") else "")]
+            )
     return rows
 
 
-def scan_rows(state: dict, limit: int = 50) -> list[list[str]]:
+def unit_rows(state: dict[str, Any]) -> list[list[str]]:
+    """[unit, hipcc, seconds, first error] for every unit `--until unit` compiled."""
+    return [
+        [u["unit"], "compiles" if u["ok"] else "FAILS", f"{u.get('seconds', 0):.1f}", u.get("error", "")]
+        for u in state.get("stages", {}).get("unit", {}).get("units", [])
+    ]
+
+
+UNIT_HEADER = ["unit", "hipcc", "s", "first error"]
+
+
+def scan_rows(state: dict[str, Any], limit: int = 50) -> list[list[str]]:
     """[kind, where, construct, fix family] for the static scan's findings (the first `limit`)."""
     rows = []
     for f in state.get("scan", [])[:limit]:
         where = f"{f.get('file') or ''}:{f.get('line') or ''}".rstrip(":")
-        rows.append([f.get("kind", ""), where, f.get("symbol") or "", (f.get("facts") or {}).get("fix_family", "")])
+        rows.append(
+            [f.get("kind", ""), where, f.get("symbol") or "", (f.get("facts") or {}).get("fix_family", "")]
+        )
     return rows
 
 
-def failure_fates(state: dict) -> list[dict]:
+def failure_fates(state: dict[str, Any]) -> list[dict[str, Any]]:
     """Every failure the run met, with what became of it: fixed, reverted, unfixable or open."""
-    fates: dict[str, dict] = {}
+    fates: dict[str, dict[str, Any]] = {}
     for o in state.get("outcomes", []):
         sig = o["proposal"]["failure_signature"]
         entry = fates.setdefault(sig, {"signature": sig, "fate": "", "detail": "", "proposer": ""})
         if o.get("kept"):
-            entry.update(fate="fixed", detail=f"commit {str(o.get('commit') or '')[:10]}",
-                         proposer=o["proposal"]["proposer"])
+            entry.update(
+                fate="fixed",
+                detail=f"commit {str(o.get('commit') or '')[:10]}",
+                proposer=o["proposal"]["proposer"],
+            )
         elif entry["fate"] != "fixed":
             entry.update(fate="reverted", detail=o.get("reason", ""), proposer=o["proposal"]["proposer"])
     for u in state.get("unfixable", []):
-        fates.setdefault(u["signature"], {"signature": u["signature"], "fate": "not fixed",
-                                          "detail": u.get("reason", ""), "proposer": ""})
+        fates.setdefault(
+            u["signature"],
+            {"signature": u["signature"], "fate": "not fixed", "detail": u.get("reason", ""), "proposer": ""},
+        )
     for f in state.get("failures", []):
         sig = f.get("signature", "")
-        fates.setdefault(sig, {"signature": sig, "fate": "open", "detail": f.get("message", ""), "proposer": ""})
+        fates.setdefault(
+            sig, {"signature": sig, "fate": "open", "detail": f.get("message", ""), "proposer": ""}
+        )
     return list(fates.values())
 
 
-def bench_rows(bench: dict) -> tuple[list[list[str]], list[tuple[str, float]]]:
+def bench_rows(bench: dict[str, Any]) -> tuple[list[list[str]], list[tuple[str, float]]]:
     """Latency table rows (metric, mean..p99 in ms) and throughput pairs from a bench JSON."""
     rows = []
     for key, label in LATENCY_METRICS:
@@ -171,58 +196,88 @@ def bench_rows(bench: dict) -> tuple[list[list[str]], list[tuple[str, float]]]:
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [
-        "| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in r) + " |" for r in rows]
+        "| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in r) + " |" for r in rows
+    ]
 
 
 def render_markdown(view: RunView) -> str:
     s = view.state
     c = s.get("counters", {})
     cost = c.get("cost_usd")
-    lines = [f"# rocport run {view.run_id}", "",
-             f"**Status:** {s.get('status', '?')} — {s.get('stop_reason', '')}", "",
-             f"Work branch `{s.get('branch', '')}` from `{str(s.get('base_commit', ''))[:12]}`.", "",
-             "## Timeline", ""]
-    lines += _table(["phase", "at (s)", "took (s)"],
-                    [[p, f"{t:.1f}", f"{d:.1f}"] for p, t, d in phase_timeline(view.events)]) or ["(no events)"]
+    lines = [
+        f"# rocport run {view.run_id}",
+        "",
+        f"**Status:** {s.get('status', '?')} — {s.get('stop_reason', '')}",
+        "",
+        f"Work branch `{s.get('branch', '')}` from `{str(s.get('base_commit', ''))[:12]}`.",
+        "",
+        "## Timeline",
+        "",
+    ]
+    lines += _table(
+        ["phase", "at (s)", "took (s)"],
+        [[p, f"{t:.1f}", f"{d:.1f}"] for p, t, d in phase_timeline(view.events)],
+    ) or ["(no events)"]
     lines += ["", "## Stages", ""]
     lines += _table(["stage", "ran", "why / result"], stage_rows(s, view.events))
     pre = s.get("stages", {}).get("preflight", {})
     if pre.get("checks"):
         lines += ["", f"### Preflight of `{pre.get('image', '')}`", ""]
-        lines += _table(["needs", "ok", "found", "for"],
-                        [[c["need"], "yes" if c["ok"] else "**NO**", c["found"], c["why"]] for c in pre["checks"]])
+        lines += _table(
+            ["needs", "ok", "found", "for"],
+            [[c["need"], "yes" if c["ok"] else "**NO**", c["found"], c["why"]] for c in pre["checks"]],
+        )
+    if unit_rows(s):
+        lines += ["", f"### Unit compiles ({s['stages']['unit'].get('detail', '')})", ""]
+        lines += _table(UNIT_HEADER, unit_rows(s))
     findings = s.get("scan", [])
     lines += ["", f"## Static scan ({len(findings)} finding(s))", ""]
     lines += _table(["kind", "where", "construct", "fix family"], scan_rows(s)) if findings else ["(none)"]
     if len(findings) > 50:
         lines += ["", f"... and {len(findings) - 50} more (state.json holds them all)"]
     lines += ["", "## Failures and their fate", ""]
-    lines += _table(["failure", "fate", "by", "detail"],
-                    [[f"`{f['signature']}`", f["fate"], f["proposer"], f["detail"]] for f in failure_fates(s)])
+    lines += _table(
+        ["failure", "fate", "by", "detail"],
+        [[f"`{f['signature']}`", f["fate"], f["proposer"], f["detail"]] for f in failure_fates(s)],
+    )
     lines += ["", "## Patches", ""]
     for i, o in enumerate(s.get("outcomes", []), 1):
         p = o["proposal"]
         verdict = "kept" if o.get("kept") else f"reverted: {o.get('reason', '')}"
-        lines += [f"### {i}. {p['proposer']} — {', '.join(p.get('files', []))} ({verdict})", "",
-                  p.get("rationale", ""), ""]
-        lines += _table(["check", "ok", "detail"],
-                        [[ck["name"], "yes" if ck["ok"] else "no", ck.get("detail", "")[:160]]
-                         for ck in o.get("checks", [])])
+        lines += [
+            f"### {i}. {p['proposer']} — {', '.join(p.get('files', []))} ({verdict})",
+            "",
+            p.get("rationale", ""),
+            "",
+        ]
+        lines += _table(
+            ["check", "ok", "detail"],
+            [
+                [ck["name"], "yes" if ck["ok"] else "no", ck.get("detail", "")[:160]]
+                for ck in o.get("checks", [])
+            ],
+        )
         lines.append("")
     lines += ["## Costs", ""]
-    lines += _table(["what", "count"], [
-        ["full builds", c.get("builds", 0)], ["unit compiles", c.get("unit_compiles", 0)],
-        ["server launches", c.get("launches", 0)], ["LLM calls", c.get("llm_calls", 0)],
-        ["LLM tokens (in/out)", f"{c.get('tokens_in', 0)}/{c.get('tokens_out', 0)}"],
-        ["LLM cost", "unknown (no pricing configured)" if cost is None else f"${cost:.4f}"],
-        ["wall time (s)", f"{s.get('elapsed_s', 0):.1f}"]])
+    lines += _table(
+        ["what", "count"],
+        [
+            ["full builds", c.get("builds", 0)],
+            ["unit compiles", c.get("unit_compiles", 0)],
+            ["server launches", c.get("launches", 0)],
+            ["LLM calls", c.get("llm_calls", 0)],
+            ["LLM tokens (in/out)", f"{c.get('tokens_in', 0)}/{c.get('tokens_out', 0)}"],
+            ["LLM cost", "unknown (no pricing configured)" if cost is None else f"${cost:.4f}"],
+            ["wall time (s)", f"{s.get('elapsed_s', 0):.1f}"],
+        ],
+    )
     bench = s.get("bench")
     if bench:
         rows, thr = bench_rows(bench)
         lines += ["", "## Benchmark", ""]
         if bench.get("command"):
             lines += [f"Command: `{bench['command']}`", ""]
-        lines += _table(["metric (ms)", *PERCENTILES], rows) + [""]
+        lines += [*_table(["metric (ms)", *PERCENTILES], rows), ""]
         lines += _table(["throughput", "value"], [[k, f"{v:.2f}"] for k, v in thr])
         if bench.get("invalid_reasons"):
             lines += ["", f"**INVALID:** {'; '.join(bench['invalid_reasons'])}"]

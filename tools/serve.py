@@ -5,6 +5,7 @@ The proof that a model loads: the server from the profile's launch template answ
 a build log (weight-name KeyErrors, shape mismatches, missing CUDA-only modules), and no process is
 left behind: the service's process group is TERMed, then KILLed, then checked.
 """
+
 from __future__ import annotations
 
 import http.client
@@ -16,11 +17,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from sandboxes.base import Sandbox, Service
 from sandboxes.health import http_ok
 from sandboxes.local import LocalService
 from tools.records import Failure
+from tools.serve_profile import ServeProfile, profile_options
 
 EXCERPT_LINES = 40
 STOP_GRACE_S = 10.0
@@ -55,7 +58,7 @@ class ServeResult:
     def ok(self) -> bool:
         return self.ready and self.smoke_ok
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "ok": self.ok}
 
 
@@ -63,21 +66,26 @@ def free_port(host: str = "127.0.0.1") -> int:
     """A port nothing listens on right now."""
     with socket.socket() as sock:
         sock.bind((host, 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
-def launch_command(template: str, *, model_path: str, port: int, tp: int = 1, dp: int = 1,
-                   host: str = "127.0.0.1") -> str:
+def launch_command(
+    template: str, *, model_path: str, port: int, tp: int = 1, dp: int = 1, host: str = "127.0.0.1"
+) -> str:
     """The profile's launch template with {model_path}, {port}, {tp}, {dp}, {host} filled in."""
     try:
         return template.format(model_path=model_path, port=port, tp=tp, dp=dp, host=host)
     except (KeyError, IndexError, ValueError) as exc:
-        raise ServeError(f"launch template {template!r} has an unknown or malformed placeholder ({exc}); "
-                         f"use only {{model_path}}, {{port}}, {{tp}}, {{dp}}, {{host}}") from exc
+        raise ServeError(
+            f"launch template {template!r} has an unknown or malformed placeholder ({exc}); "
+            f"use only {{model_path}}, {{port}}, {{tp}}, {{dp}}, {{host}}"
+        ) from exc
 
 
-def _request(host: str, port: int, method: str, path: str, body: dict | None = None,
-             timeout: float = 30) -> tuple[int, object]:
+def _request(
+    host: str, port: int, method: str, path: str, body: dict[str, Any] | None = None, timeout: float = 30
+) -> tuple[int, object]:
     conn = http.client.HTTPConnection(host, port, timeout=timeout)
     try:
         payload = json.dumps(body).encode() if body is not None else None
@@ -112,13 +120,15 @@ def _served_model(host: str, port: int, models_path: str, fallback: str) -> str:
         return fallback
     if status == 200 and isinstance(data, dict) and data.get("data"):
         first = data["data"][0]
-        if isinstance(first, dict) and isinstance(first.get("id"), str):
-            return first["id"]
+        model_id = first.get("id") if isinstance(first, dict) else None
+        if isinstance(model_id, str):
+            return model_id
     return fallback
 
 
-def smoke_completion(host: str, port: int, model: str, prompt: str, max_tokens: int = 8,
-                     timeout: float = 120) -> tuple[bool, str]:
+def smoke_completion(
+    host: str, port: int, model: str, prompt: str, max_tokens: int = 8, timeout: float = 120
+) -> tuple[bool, str]:
     """POST /v1/completions; (ok, generated text or what went wrong)."""
     body = {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0}
     try:
@@ -138,14 +148,22 @@ def _diagnose(log: str, repo_root: str | None) -> list[Failure]:
     try:
         from tools.diagnose import diagnose_text
     except ImportError:  # diagnosis is optional for serving; the raw excerpt still reaches the report
-        diagnose_text = None
-    failures = diagnose_text(log, repo_root=repo_root, source="server") if diagnose_text else []
+        failures: list[Failure] = []
+    else:
+        failures = diagnose_text(log, repo_root=repo_root, source="server")
     if failures:
         return failures
     tail = "\n".join(log.splitlines()[-EXCERPT_LINES:])
     last = next((ln.strip() for ln in reversed(log.splitlines()) if ln.strip()), "no output")
-    return [Failure(kind="unknown", message=last[:500], excerpt=tail, source="server",
-                    signature=f"unknown:server:{last[:120]}")]
+    return [
+        Failure(
+            kind="unknown",
+            message=last[:500],
+            excerpt=tail,
+            source="server",
+            signature=f"unknown:server:{last[:120]}",
+        )
+    ]
 
 
 def _stop(service: Service, grace_s: float) -> int | None:
@@ -161,12 +179,24 @@ def _stop(service: Service, grace_s: float) -> int | None:
 
 
 @contextmanager
-def running_server(sandbox: Sandbox, template: str, *, model_path: str, port: int | None = None,
-                   tp: int = 1, dp: int = 1, host: str = "127.0.0.1", health_path: str = "/health",
-                   models_path: str = "/v1/models", ready_timeout: float = 600,
-                   smoke_prompt: str = "The capital of France is", smoke_max_tokens: int = 8,
-                   env: dict[str, str] | None = None, name: str = "server",
-                   stop_grace_s: float = STOP_GRACE_S) -> Iterator[ServeResult]:
+def running_server(
+    sandbox: Sandbox,
+    template: str,
+    *,
+    model_path: str,
+    port: int | None = None,
+    tp: int = 1,
+    dp: int = 1,
+    host: str = "127.0.0.1",
+    health_path: str = "/health",
+    models_path: str = "/v1/models",
+    ready_timeout: float = 600,
+    smoke_prompt: str = "The capital of France is",
+    smoke_max_tokens: int = 8,
+    env: dict[str, str] | None = None,
+    name: str = "server",
+    stop_grace_s: float = STOP_GRACE_S,
+) -> Iterator[ServeResult]:
     """Launch and smoke-check; the server stays up inside the `with` block (e.g. for a benchmark at
     `result.base_url`) and is stopped on exit, when the log is captured and a failed load diagnosed.
 
@@ -175,15 +205,43 @@ def running_server(sandbox: Sandbox, template: str, *, model_path: str, port: in
     port = port or free_port(host)
     publish = getattr(sandbox, "publish", None)
     with publish(port) if publish else nullcontext():
-        yield from _serve(sandbox, template, port, model_path=model_path, tp=tp, dp=dp, host=host,
-                          health_path=health_path, models_path=models_path, ready_timeout=ready_timeout,
-                          smoke_prompt=smoke_prompt, smoke_max_tokens=smoke_max_tokens, env=env, name=name,
-                          stop_grace_s=stop_grace_s)
+        yield from _serve(
+            sandbox,
+            template,
+            port,
+            model_path=model_path,
+            tp=tp,
+            dp=dp,
+            host=host,
+            health_path=health_path,
+            models_path=models_path,
+            ready_timeout=ready_timeout,
+            smoke_prompt=smoke_prompt,
+            smoke_max_tokens=smoke_max_tokens,
+            env=env,
+            name=name,
+            stop_grace_s=stop_grace_s,
+        )
 
 
-def _serve(sandbox: Sandbox, template: str, port: int, *, model_path: str, tp: int, dp: int, host: str,
-           health_path: str, models_path: str, ready_timeout: float, smoke_prompt: str, smoke_max_tokens: int,
-           env: dict[str, str] | None, name: str, stop_grace_s: float) -> Iterator[ServeResult]:
+def _serve(
+    sandbox: Sandbox,
+    template: str,
+    port: int,
+    *,
+    model_path: str,
+    tp: int,
+    dp: int,
+    host: str,
+    health_path: str,
+    models_path: str,
+    ready_timeout: float,
+    smoke_prompt: str,
+    smoke_max_tokens: int,
+    env: dict[str, str] | None,
+    name: str,
+    stop_grace_s: float,
+) -> Iterator[ServeResult]:
     cmd = launch_command(template, model_path=model_path, port=port, tp=tp, dp=dp, host=host)
     result = ServeResult(command=cmd, base_url=f"http://{host}:{port}")
     start = time.monotonic()
@@ -207,7 +265,7 @@ def _serve(sandbox: Sandbox, template: str, port: int, *, model_path: str, tp: i
             result.failures = _diagnose(log, getattr(sandbox, "workdir", None))
 
 
-def serve_check(sandbox: Sandbox, template: str, **kwargs) -> ServeResult:
+def serve_check(sandbox: Sandbox, template: str, **kwargs: Any) -> ServeResult:
     """Launch, wait for health, smoke-complete, stop, diagnose a failed load; never leaves a process.
 
     Keyword arguments are those of `running_server`.
@@ -217,17 +275,10 @@ def serve_check(sandbox: Sandbox, template: str, **kwargs) -> ServeResult:
     return result
 
 
-def serve_profile(sandbox: Sandbox, profile, *, model_path: str, arch: str = "gfx942", **kwargs) -> ServeResult:
+def serve_profile(
+    sandbox: Sandbox, profile: ServeProfile, *, model_path: str, arch: str = "gfx942", **kwargs: Any
+) -> ServeResult:
     """`serve_check` with the launch template, endpoints, timeout, prompt and env ({arch} filled) of a Profile."""
-    return serve_check(sandbox, profile.launch.command, model_path=model_path,
-                       **profile_options(profile, arch, kwargs))
-
-
-def profile_options(profile, arch: str = "gfx942", overrides: dict | None = None) -> dict:
-    """running_server keyword arguments from a Profile's launch spec and env, then `overrides`."""
-    launch = profile.launch
-    env = {k: v.replace("{arch}", arch) for k, v in profile.env.items()}
-    options = {"health_path": launch.health_path, "models_path": launch.models_path,
-               "ready_timeout": launch.ready_timeout_s, "smoke_prompt": launch.smoke_prompt, "env": env}
-    options.update(overrides or {})
-    return options
+    return serve_check(
+        sandbox, profile.launch.command, model_path=model_path, **profile_options(profile, arch, kwargs)
+    )

@@ -1,45 +1,55 @@
 """`rocport` command line. Each module below adds its commands to the shared typer app.
 
-Run as `rocport diagnose ...` or `rocport scan ...`, only that command's module is loaded: a user
-pastes a log or points at a checkout and wants the answer at once, and the other modules import
-Docker, LangGraph and numpy. Imported any other way (tests, `python -c`), every command is loaded.
+A process started for one command (`rocport port ...`, `python -m agent.cli scan ...`, or
+`python -c "from agent.cli import main; main()" runs`) loads only that command's module: importing
+every module costs about a second of CPU (Docker, LangGraph, numpy), paid again by every short
+command a user or a script runs. Imported any other way (tests, `rocport --help`, no command, an
+unknown command), every command is loaded, so help lists them all and typos get typer's answer.
 """
+
 import sys
 from importlib import import_module
 from pathlib import Path
 
 from agent.cli.app import app
 
-LIGHT_COMMANDS = ("diagnose", "scan")
-"""Commands that need nothing but their own module (no Docker, no orphan cleanup at start)."""
+COMMAND_MODULES = {
+    "bench": "bench",
+    "demo": "evals",
+    "diagnose": "diagnose",
+    "doctor": "doctor",
+    "eval": "evals",
+    "fix": "fix",
+    "image": "image",
+    "port": "port",
+    "pr": "pr",
+    "report": "pr",
+    "runs": "port",
+    "scan": "scan",
+    "show": "show",
+    "sweep": "sweep",
+    "tune": "tune",
+    "weights": "weights",
+}
+"""Each top-level command (or command group) and the module under agent/cli that registers it."""
 
 
-def _light_command() -> str | None:
-    """The light command this process was started as (`rocport scan ...`), else None."""
-    if Path(sys.argv[0]).name not in ("rocport", "__main__.py"):
+def _started_as_command() -> str | None:
+    """The command this process was started to run, when it was started as the CLI; else None."""
+    if Path(sys.argv[0]).name not in ("rocport", "__main__.py", "-c"):
         return None
     command = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
-    return command if command in LIGHT_COMMANDS else None
+    return command if command in COMMAND_MODULES else None
 
 
-if _light_command():
-    import_module(f"agent.cli.{_light_command()}")
-else:
-    # Command modules, one line each; importing one registers its commands on `app`.
-    # The order is the order of `rocport --help`: the main job first, then what it produces, then the parts.
-    from agent.cli import port  # noqa: E402,F401
-    from agent.cli import show  # noqa: E402,F401
-    from agent.cli import pr  # noqa: E402,F401
-    from agent.cli import tune  # noqa: E402,F401
-    from agent.cli import evals  # noqa: E402,F401
-    from agent.cli import sweep  # noqa: E402,F401
-    from agent.cli import bench  # noqa: E402,F401
-    from agent.cli import scan  # noqa: E402,F401
-    from agent.cli import fix  # noqa: E402,F401
-    from agent.cli import diagnose  # noqa: E402,F401
-    from agent.cli import weights  # noqa: E402,F401
-    from agent.cli import doctor  # noqa: E402,F401
-    from agent.cli import image  # noqa: E402,F401
+def load_commands(command: str | None) -> None:
+    """Register `command`'s module on `app`, or every module when command is None."""
+    names = [COMMAND_MODULES[command]] if command else sorted(set(COMMAND_MODULES.values()))
+    for name in names:
+        import_module(f"agent.cli.{name}")
+
+
+load_commands(_started_as_command())
 
 
 def main() -> None:
@@ -48,4 +58,4 @@ def main() -> None:
     run(app)
 
 
-__all__ = ["app", "main"]
+__all__ = ["COMMAND_MODULES", "app", "main"]

@@ -1,4 +1,5 @@
 """`python -m agent.cli` is `rocport` (for tests and machines without the console script on PATH)."""
+
 from agent.cli import main
 
 main()

@@ -1,4 +1,5 @@
 """The `rocport` typer application; command modules register themselves on `app`."""
+
 from __future__ import annotations
 
 import typer
@@ -32,8 +33,9 @@ NO_CONTAINER_COMMANDS = ("diagnose", "scan")
 @app.callback()
 def _root(
     ctx: typer.Context,
-    show_version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
-                                      help="Print the version and exit."),
+    show_version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+    ),
 ) -> None:
     """Port LLM serving frameworks and new open models to AMD GPUs (ROCm)."""
     if ctx.invoked_subcommand in NO_CONTAINER_COMMANDS:

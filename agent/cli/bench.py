@@ -1,5 +1,5 @@
 """`rocport bench`: a serving benchmark users can trust, and `rocport bench compare A.json B.json`."""
-# ruff: noqa: B008  (typer declares options as call defaults)
+
 from __future__ import annotations
 
 import json
@@ -9,11 +9,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from agent.cli.app import app, fail
 from agent.cli.bench_live import BenchProgress, served_model, summary_block, workload_differences
+from agent.cli.bench_summary import cell, print_summary
 from agent.cli.output import FORMAT_OPTION, Format, print_listing
 from agent.cli.output import console as output_console
 from tools.bench import (
@@ -28,15 +28,18 @@ from tools.bench import (
     result_from_run,
     run_benchmark,
 )
-from tools.bench.runner import run_async
 from tools.bench.compare import validity
-from tools.bench.result import THROUGHPUT_KINDS, BenchResult
+from tools.bench.result import BenchResult
+from tools.bench.runner import run_async
 
 DEFAULT_LEN = 1024
 """--isl and --osl when neither is given: the random dataset defaults of sglang's bench_serving."""
 
-bench_app = typer.Typer(help="Benchmark an OpenAI-compatible server (streaming, token-id prompts).",
-                        invoke_without_command=True, no_args_is_help=False)
+bench_app = typer.Typer(
+    help="Benchmark an OpenAI-compatible server (streaming, token-id prompts).",
+    invoke_without_command=True,
+    no_args_is_help=False,
+)
 app.add_typer(bench_app, name="bench")
 
 
@@ -46,12 +49,22 @@ def _workload(isl, osl, preset_name, num_prompts, prefix_hit, prefix_groups, see
         if isl is not None or osl is not None:
             raise WorkloadError("give either --preset or --isl/--osl, not both")
     elif (isl is None) != (osl is None):
-        raise WorkloadError("give both --isl N and --osl N (or neither: 1024 and 1024, bench_serving's random "
-                            "defaults), or --preset NAME")
+        raise WorkloadError(
+            "give both --isl N and --osl N (or neither: 1024 and 1024, bench_serving's random "
+            "defaults), or --preset NAME"
+        )
     else:
         wl = Workload(isl=isl or DEFAULT_LEN, osl=osl or DEFAULT_LEN)
-    changes = {k: v for k, v in (("num_prompts", num_prompts), ("prefix_hit", prefix_hit),
-                                 ("prefix_groups", prefix_groups), ("vocab_size", vocab_size)) if v is not None}
+    changes = {
+        k: v
+        for k, v in (
+            ("num_prompts", num_prompts),
+            ("prefix_hit", prefix_hit),
+            ("prefix_groups", prefix_groups),
+            ("vocab_size", vocab_size),
+        )
+        if v is not None
+    }
     if seed is None:
         seed = random.SystemRandom().randrange(2**31)
     return replace(wl, seed=seed, **changes).validate()
@@ -61,8 +74,9 @@ def _workload(isl, osl, preset_name, num_prompts, prefix_hit, prefix_groups, see
 def bench(
     ctx: typer.Context,
     base_url: str = typer.Option(None, "--base-url", help="Server URL, e.g. http://127.0.0.1:30000"),
-    model: str = typer.Option(None, "--model", help="Model name the server serves (default: the first one "
-                                                    "GET /v1/models lists)."),
+    model: str = typer.Option(
+        None, "--model", help="Model name the server serves (default: the first one GET /v1/models lists)."
+    ),
     endpoint: str = typer.Option("completions", "--endpoint", help="completions (token-id prompts) or chat."),
     isl: int = typer.Option(None, "--isl", help="Input tokens per request (default 1024, as bench_serving)."),
     osl: int = typer.Option(None, "--osl", help="Output tokens per request, ignore_eos (default 1024)."),
@@ -78,17 +92,33 @@ def bench(
     slo_ttft_ms: float = typer.Option(None, "--slo-ttft-ms", help="TTFT SLO for goodput."),
     slo_tpot_ms: float = typer.Option(None, "--slo-tpot-ms", help="TPOT SLO for goodput."),
     max_failure_rate: float = typer.Option(0.0, "--max-failure-rate", help="Failures tolerated (0..1)."),
-    timeout: float = typer.Option(None, "--timeout", min=0.001, help="Seconds per request before it counts as "
-                                  "failed; default 60 s + 10 s per 1k input tokens + 0.5 s per output token."),
-    seed: int = typer.Option(None, "--seed", help="Prompt seed; default: a fresh one per run (recorded in "
-                             "the JSON), so a rerun never hits the cache of the previous one."),
+    timeout: float = typer.Option(
+        None,
+        "--timeout",
+        min=0.001,
+        help="Seconds per request before it counts as "
+        "failed; default 60 s + 10 s per 1k input tokens + 0.5 s per output token.",
+    ),
+    seed: int = typer.Option(
+        None,
+        "--seed",
+        help="Prompt seed; default: a fresh one per run (recorded in "
+        "the JSON), so a rerun never hits the cache of the previous one.",
+    ),
     vocab_size: int = typer.Option(None, "--vocab-size", help="Token ids are drawn below this."),
-    extra_body: str = typer.Option(None, "--extra-body", help="JSON object merged into every request body, "
-                                   "e.g. '{\"stream_options\": {\"include_usage\": true}}' for a server that "
-                                   "rejects continuous_usage_stats."),
-    api_key_env: str = typer.Option(None, "--api-key-env", metavar="NAME",
-                                    help="Send the value of this environment variable as the bearer token "
-                                         "(none is sent otherwise)."),
+    extra_body: str = typer.Option(
+        None,
+        "--extra-body",
+        help="JSON object merged into every request body, "
+        'e.g. \'{"stream_options": {"include_usage": true}}\' for a server that '
+        "rejects continuous_usage_stats.",
+    ),
+    api_key_env: str = typer.Option(
+        None,
+        "--api-key-env",
+        metavar="NAME",
+        help="Send the value of this environment variable as the bearer token (none is sent otherwise).",
+    ),
     output: Path = typer.Option(None, "--output", help="Write the result JSON here."),
     as_json: bool = typer.Option(False, "--json", help="Print the result JSON instead of the table."),
 ) -> None:
@@ -96,8 +126,10 @@ def bench(
     if ctx.invoked_subcommand is not None:
         return
     if not base_url:
-        raise fail("give --base-url URL (and --model NAME, or let GET /v1/models say it), or use "
-                   "`rocport bench compare A.json B.json`")
+        raise fail(
+            "give --base-url URL (and --model NAME, or let GET /v1/models say it), or use "
+            "`rocport bench compare A.json B.json`"
+        )
     if output and not output.resolve().parent.is_dir():  # checked first: a long run must not end unwritable
         raise fail(f"--output {output}: directory {output.resolve().parent} does not exist; create it first")
     api_key = _api_key(api_key_env)
@@ -105,11 +137,23 @@ def bench(
         wl = _workload(isl, osl, preset_name, num_prompts, prefix_hit, prefix_groups, seed, vocab_size)
         extra = _extra_body(extra_body)
         model = model or served_model(base_url)
-        cfg = BenchConfig(extra_body=extra, base_url=base_url, model=model, workload=wl, endpoint=endpoint,
-                          max_concurrency=max_concurrency, request_rate=request_rate, warmup=warmup,
-                          prime_rounds=prime_rounds, single_stream=single_stream, slo_ttft_ms=slo_ttft_ms,
-                          slo_tpot_ms=slo_tpot_ms, timeout_s=timeout, max_failure_rate=max_failure_rate,
-                          api_key=api_key)
+        cfg = BenchConfig(
+            extra_body=extra,
+            base_url=base_url,
+            model=model,
+            workload=wl,
+            endpoint=endpoint,
+            max_concurrency=max_concurrency,
+            request_rate=request_rate,
+            warmup=warmup,
+            prime_rounds=prime_rounds,
+            single_stream=single_stream,
+            slo_ttft_ms=slo_ttft_ms,
+            slo_tpot_ms=slo_tpot_ms,
+            timeout_s=timeout,
+            max_failure_rate=max_failure_rate,
+            api_key=api_key,
+        )
         result = _run_with_progress(cfg)
     except (WorkloadError, BenchConfigError, ValueError) as exc:
         raise fail(str(exc)) from None
@@ -129,8 +173,15 @@ def bench(
 
 def _run_with_progress(cfg: BenchConfig) -> BenchResult:
     """The benchmark with a completed/total bar per phase on stderr (a heartbeat line in logs)."""
-    plan = build_plan(cfg.workload, cfg.model, endpoint=cfg.endpoint, warmup=cfg.warmup,
-                      prime_rounds=cfg.prime_rounds, single_stream=cfg.single_stream, extra_body=cfg.extra_body)
+    plan = build_plan(
+        cfg.workload,
+        cfg.model,
+        endpoint=cfg.endpoint,
+        warmup=cfg.warmup,
+        prime_rounds=cfg.prime_rounds,
+        single_stream=cfg.single_stream,
+        extra_body=cfg.extra_body,
+    )
     totals = {"warmup": len(plan.warmup), "measured": len(plan.measured), "single": len(plan.single)}
     with BenchProgress(output_console(stderr=True), totals) as progress:
         run = run_async(run_benchmark(cfg, plan, on_done=progress))
@@ -143,7 +194,9 @@ def _api_key(name: str | None) -> str | None:
         return None
     value = os.environ.get(name)
     if not value:
-        raise fail(f"--api-key-env {name}: the environment variable {name} is not set; export it or drop the flag")
+        raise fail(
+            f"--api-key-env {name}: the environment variable {name} is not set; export it or drop the flag"
+        )
     return value
 
 
@@ -153,7 +206,9 @@ def _extra_body(text: str | None) -> dict:
     try:
         extra = json.loads(text)
     except ValueError as exc:
-        raise WorkloadError(f"--extra-body is not JSON ({exc}); give an object like '{{\"top_k\": 1}}'") from None
+        raise WorkloadError(
+            f"--extra-body is not JSON ({exc}); give an object like '{{\"top_k\": 1}}'"
+        ) from None
     if not isinstance(extra, dict):
         raise WorkloadError("--extra-body must be a JSON object, e.g. '{\"top_k\": 1}'")
     return extra
@@ -162,64 +217,20 @@ def _extra_body(text: str | None) -> dict:
 def _warn_if_workloads_differ(da: dict, db: dict) -> None:
     differ = workload_differences(da, db)
     if differ:
-        typer.echo(f"rocport: warning: the workloads differ ({'; '.join(differ)}): the deltas compare "
-                   f"different work, not only different servers", err=True)
-
-
-def _f(v, fmt: str = "{:,.2f}") -> str:
-    return "-" if v is None else fmt.format(v)
-
-
-def print_summary(r: BenchResult, console: Console) -> None:
-    """The rich summary table of one result."""
-    w, c, t = r.workload, r.counts, r.throughput
-    title = "[bold green]VALID[/]" if r.valid else "[bold red]INVALID[/]"
-    console.print(f"{title}  ISL {w['isl']}  OSL {w['osl']}  prefix hit target {w['expected_hit_rate']:.1%}  "
-                  f"concurrency {r.config['max_concurrency']}  rate {r.config['request_rate']}")
-    for reason in r.invalid_reasons:
-        console.print(f"  [red]invalid:[/] {reason}")
-    for warning in r.warnings:
-        console.print(f"  [yellow]warning:[/] {warning}")
-    tab = Table(title="Throughput (measured window)", show_header=True)
-    tab.add_column("metric")
-    tab.add_column("value", justify="right")
-    tab.add_column("kind")
-    tab.add_row("Requests completed / failed", f"{c['completed']} / {c['failed']}", f"{r.duration_s:.2f} s window")
-    for key, label in (("requests_per_s", "Requests/s"), ("output_tokens_per_s", "Output tok/s"),
-                       ("total_tokens_per_s", "Total tok/s"), ("input_tokens_per_s", "Input tok/s"),
-                       ("uncached_input_tokens_per_s", "Uncached input tok/s"),
-                       ("output_tokens_per_s_per_stream", "Output tok/s per stream"),
-                       ("peak_output_tokens_per_s", "Peak output tok/s")):
-        tab.add_row(label, _f(t.get(key)), THROUGHPUT_KINDS[key])
-    hit = r.cache.get("hit_rate")
-    tab.add_row("Cache hit rate (token-weighted)", _f(hit, "{:.1%}"), f"target {w['expected_hit_rate']:.1%}")
-    if r.goodput.get("requests_per_s") is not None:
-        tab.add_row("Goodput req/s", _f(r.goodput["requests_per_s"]),
-                    f"TTFT <= {r.goodput['slo_ttft_ms']} ms, TPOT <= {r.goodput['slo_tpot_ms']} ms")
-    if r.single_stream:
-        s = r.single_stream
-        tab.add_row("Single-stream output tok/s", _f(s.get("output_tokens_per_s")),
-                    "concurrency 1: generated tokens / request time")
-        tab.add_row("Single-stream decode tok/s", _f(s.get("decode_tokens_per_s")), "concurrency 1: 1 / TPOT")
-    tab.add_row("Tokens per chunk", _f(r.tokens_per_chunk.get("mean")), r.tokens_per_chunk.get("source", ""))
-    console.print(tab)
-    lat = Table(title="Latency (ms)")
-    for col in ("metric", "mean", "median", "p90", "p95", "p99", "max", "std"):
-        lat.add_column(col, justify="right" if col != "metric" else "left")
-    for key, label in (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL (per chunk)"),
-                       ("itl_per_token", "ITL (per token)"), ("e2e", "E2E")):
-        s = r.latency_ms.get(key) or {}
-        lat.add_row(label, *(_f(s.get(k)) for k in ("mean", "median", "p90", "p95", "p99", "max", "std")))
-    console.print(lat)
-    for f in r.failures:
-        console.print(f"  [red]{f['count']} x[/] {f['error']}")
+        typer.echo(
+            f"rocport: warning: the workloads differ ({'; '.join(differ)}): the deltas compare "
+            f"different work, not only different servers",
+            err=True,
+        )
 
 
 @bench_app.command("compare")
-def compare(a: Path = typer.Argument(..., help="Baseline result JSON (ours, sglang or vllm)."),
-            b: Path = typer.Argument(..., help="Result JSON to compare against the baseline."),
-            as_json: bool = typer.Option(False, "--json", help="Print the rows as JSON (as --format json)."),
-            fmt: Format = FORMAT_OPTION) -> None:
+def compare(
+    a: Path = typer.Argument(..., help="Baseline result JSON (ours, sglang or vllm)."),
+    b: Path = typer.Argument(..., help="Result JSON to compare against the baseline."),
+    as_json: bool = typer.Option(False, "--json", help="Print the rows as JSON (as --format json)."),
+    fmt: Format = FORMAT_OPTION,
+) -> None:
     """Compare two result files metric by metric, with percentage deltas and which is better."""
     try:
         da, db = load_result(a), load_result(b)
@@ -230,9 +241,12 @@ def compare(a: Path = typer.Argument(..., help="Baseline result JSON (ours, sgla
         raise fail(f"{a} and {b} share no known metric; are both benchmark results?")
     if as_json or fmt is not Format.table:
         _warn_if_workloads_differ(da, db)
-        print_listing(["metric", "A", "B", "delta %", "better"],
-                      [[r.metric, r.a, r.b, r.delta_pct, r.better] for r in rows], Format.json if as_json else fmt,
-                      records=[row.__dict__ for row in rows])
+        print_listing(
+            ["metric", "A", "B", "delta %", "better"],
+            [[r.metric, r.a, r.b, r.delta_pct, r.better] for r in rows],
+            Format.json if as_json else fmt,
+            records=[row.__dict__ for row in rows],
+        )
         return
     console = output_console()
     console.print(f"A: {a}  ({validity(da)})", highlight=False, soft_wrap=True)
@@ -245,5 +259,5 @@ def compare(a: Path = typer.Argument(..., help="Baseline result JSON (ours, sgla
         arrow = "higher is better" if row.higher_is_better else "lower is better"
         delta = "-" if row.delta_pct is None else f"{row.delta_pct:+.1f}%"
         better = {"B": "[green]B[/]", "A": "[red]A[/]", "same": "same", None: "-"}[row.better]
-        tab.add_row(f"{row.metric} ({arrow})", _f(row.a), _f(row.b), delta, better)
+        tab.add_row(f"{row.metric} ({arrow})", cell(row.a), cell(row.b), delta, better)
     console.print(tab)

@@ -1,4 +1,5 @@
 """`rocport diagnose LOG`: a build or server log -> the failures in it, as a table or JSON."""
+
 from __future__ import annotations
 
 import json
@@ -56,12 +57,19 @@ def _table(failures: list[Failure], log: Path) -> Table:
 @app.command()
 def diagnose(
     log: Annotated[Path, typer.Argument(help="A build or server log file.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print the failures as a JSON list of Failure records.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the failures as a JSON list of Failure records.")
+    ] = False,
     fmt: Format = FORMAT_OPTION,
-    repo: Annotated[Path | None, typer.Option("--repo", help="The repo the log came from: paths become "
-                                              "repo-relative.")] = None,
-    source: Annotated[str | None, typer.Option("--source", help="What produced the log when it cannot be told "
-                                               "(hipcc, nvcc, server, ...).")] = None,
+    repo: Annotated[
+        Path | None, typer.Option("--repo", help="The repo the log came from: paths become repo-relative.")
+    ] = None,
+    source: Annotated[
+        str | None,
+        typer.Option(
+            "--source", help="What produced the log when it cannot be told (hipcc, nvcc, server, ...)."
+        ),
+    ] = None,
 ) -> None:
     """Find every failure in a build or server log and classify it (FAILURE_CLASSES.md kinds)."""
     if repo is not None and not repo.is_dir():
@@ -74,8 +82,11 @@ def diagnose(
         typer.echo(json.dumps([f.to_dict() for f in failures], indent=2))
         return
     if fmt is Format.plain:
-        print_listing(["kind", "where", "what", "source"],
-                      [[f.kind, _where(f).replace("\n", " "), _what(f), f.source] for f in failures], fmt)
+        print_listing(
+            ["kind", "where", "what", "source"],
+            [[f.kind, _where(f).replace("\n", " "), _what(f), f.source] for f in failures],
+            fmt,
+        )
         return
     console = output_console()
     if not failures:

@@ -1,4 +1,5 @@
 """`rocport doctor`: what this machine offers, and what to do about what it lacks."""
+
 from __future__ import annotations
 
 import json

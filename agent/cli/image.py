@@ -1,4 +1,5 @@
 """`rocport image build|list`: the local ROCm build images."""
+
 from __future__ import annotations
 
 from dataclasses import asdict
@@ -8,8 +9,8 @@ from rich.console import Console
 
 from agent.cli.app import app, fail
 from agent.cli.output import FORMAT_OPTION, Format, print_listing
-from sandboxes.images import DEFAULT_RECIPE, RECIPES, ImageBuildError, build_image, get_recipe
 from sandboxes.base import SandboxError
+from sandboxes.images import DEFAULT_RECIPE, RECIPES, ImageBuildError, build_image, get_recipe
 from sandboxes.images.check import LIBRARY, compile_sample
 from sandboxes.images.listing import list_images
 
@@ -30,6 +31,7 @@ def build(
         raise fail(str(exc)) from None
     console = Console(stderr=True)
     with console.status(f"building {chosen.tag} from Debian {chosen.suite}") as status:
+
         def log(line: str) -> None:
             if verbose:
                 console.print(line, markup=False, highlight=False)
@@ -41,22 +43,37 @@ def build(
         except ImageBuildError as exc:
             raise fail(str(exc)) from None
     facts = built.facts
-    typer.echo(f"built {built.tag} in {built.duration_s:.0f}s: {facts.get('clang_version', '?')}, "
-               f"HIP {facts.get('hip_version', '?')}, --offload-arch {facts.get('offload_archs', '?')}"
-               f" (hipcub headers: {facts.get('hipcub_archs') or 'none'})")
+    typer.echo(
+        f"built {built.tag} in {built.duration_s:.0f}s: {facts.get('clang_version', '?')}, "
+        f"HIP {facts.get('hip_version', '?')}, --offload-arch {facts.get('offload_archs', '?')}"
+        f" (hipcub headers: {facts.get('hipcub_archs') or 'none'})"
+    )
 
 
 @image_app.command("list")
-def list_(as_json: bool = typer.Option(False, "--json", help="Print the images as JSON (as --format json)."),
-          fmt: Format = FORMAT_OPTION) -> None:
+def list_(
+    as_json: bool = typer.Option(False, "--json", help="Print the images as JSON (as --format json)."),
+    fmt: Format = FORMAT_OPTION,
+) -> None:
     """Local rocport build images and the official ROCm images (sglang, vLLM, rocm/dev-ubuntu)."""
     rows = list_images()
     if as_json:
         fmt = Format.json
-    caption = "" if any(r.kind == "local build" for r in rows) else "no local build image: run `rocport image build`"
-    print_listing(["image", "kind", "ROCm", "--offload-arch", "here", "note"],
-                  [[r.image, r.kind, r.rocm, ", ".join(r.targets), "yes" if r.present else "pull", r.note]
-                   for r in rows], fmt, title="ROCm images", records=[asdict(r) for r in rows])
+    caption = (
+        ""
+        if any(r.kind == "local build" for r in rows)
+        else "no local build image: run `rocport image build`"
+    )
+    print_listing(
+        ["image", "kind", "ROCm", "--offload-arch", "here", "note"],
+        [
+            [r.image, r.kind, r.rocm, ", ".join(r.targets), "yes" if r.present else "pull", r.note]
+            for r in rows
+        ],
+        fmt,
+        title="ROCm images",
+        records=[asdict(r) for r in rows],
+    )
     if caption and fmt is Format.table:
         typer.echo(caption)
 
@@ -74,8 +91,13 @@ def check(
     if not outcome.ok:
         typer.echo(outcome.result.output.rstrip(), err=True)
         missing = sorted(set(outcome.archs) - set(outcome.embedded_archs))
-        raise fail(f"in-container compile in {image} failed (exit {outcome.result.returncode}"
-                   f"{', no code object for ' + ', '.join(missing) if outcome.result.ok else ''})", code=1)
-    typer.echo(f"in-container ROCm compile OK: {image} built {LIBRARY} ({outcome.library_bytes} bytes) "
-               f"with code objects for {', '.join(outcome.embedded_archs)} "
-               f"in {outcome.result.duration_s:.1f}s")
+        raise fail(
+            f"in-container compile in {image} failed (exit {outcome.result.returncode}"
+            f"{', no code object for ' + ', '.join(missing) if outcome.result.ok else ''})",
+            code=1,
+        )
+    typer.echo(
+        f"in-container ROCm compile OK: {image} built {LIBRARY} ({outcome.library_bytes} bytes) "
+        f"with code objects for {', '.join(outcome.embedded_archs)} "
+        f"in {outcome.result.duration_s:.1f}s"
+    )

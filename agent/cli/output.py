@@ -1,12 +1,13 @@
 """Output that survives pipes: consoles that never wrap a table in a CI log, and one way to print a
 listing as a table, JSON or plain tab-separated lines (`--format table|json|plain`)."""
+
 from __future__ import annotations
 
 import json
 import os
 import re
 import sys
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 import typer
@@ -19,7 +20,7 @@ from rich.table import Table
 PIPE_WIDTH = 4000
 
 
-class Format(str, Enum):
+class Format(StrEnum):
     """How a listing is printed."""
 
     table = "table"
@@ -27,8 +28,13 @@ class Format(str, Enum):
     plain = "plain"
 
 
-FORMAT_OPTION = typer.Option(Format.table, "--format", "-f", case_sensitive=False,
-                             help="table (for people), json (for programs) or plain (tab-separated, for grep/awk).")
+FORMAT_OPTION = typer.Option(
+    Format.table,
+    "--format",
+    "-f",
+    case_sensitive=False,
+    help="table (for people), json (for programs) or plain (tab-separated, for grep/awk).",
+)
 
 
 def console(stderr: bool = False) -> Console:
@@ -47,13 +53,24 @@ def key(column: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", column.lower()).strip("_")
 
 
-def print_listing(columns: list[str], rows: list[list[Any]], fmt: Format | str = Format.table, *,
-                  title: str | None = None, out: Console | None = None, records: list[dict] | None = None) -> None:
+def print_listing(
+    columns: list[str],
+    rows: list[list[Any]],
+    fmt: Format | str = Format.table,
+    *,
+    title: str | None = None,
+    out: Console | None = None,
+    records: list[dict] | None = None,
+) -> None:
     """Print rows as a rich table (ids and paths never cut), JSON (`records` when given, else one object
     per row keyed by column), or plain lines of tab-separated fields under a header line."""
     fmt = Format(fmt)
     if fmt is Format.json:
-        data = records if records is not None else [{key(c): v for c, v in zip(columns, row)} for row in rows]
+        data = (
+            records
+            if records is not None
+            else [{key(c): v for c, v in zip(columns, row, strict=True)} for row in rows]
+        )
         typer.echo(json.dumps(data, indent=2, default=str))
         return
     if fmt is Format.plain:

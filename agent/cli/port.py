@@ -1,4 +1,5 @@
 """`rocport port` (run the port loop) and `rocport runs` (list runs with their status)."""
+
 from __future__ import annotations
 
 import sys
@@ -16,14 +17,16 @@ from agent.config import JobError, PortJob, load_job
 from agent.profiles import ProfileError
 from sandboxes.base import SandboxError
 
-# agent.port, agent.store and agent.observer pull in LangGraph (about a second of start-up): they are
+# agent.loop.port, agent.loop.store and agent.loop.observer pull in LangGraph (about a second of start-up): they are
 # imported inside the commands, so every other `rocport` command starts fast.
 
 
 def _ask_review(console: Console, pending: list[dict]) -> dict[int, bool]:
     decisions = {}
     for item in pending:
-        console.print(f"\n[bold]LLM patch[/bold] ({item['proposer']}) for {item['kind']}: {item['rationale']}")
+        console.print(
+            f"\n[bold]LLM patch[/bold] ({item['proposer']}) for {item['kind']}: {item['rationale']}"
+        )
         console.print(Syntax(item["diff"], "diff", theme="ansi_dark"))
         decisions[item["index"]] = typer.confirm("Apply this patch?", default=False)
     return decisions
@@ -33,9 +36,11 @@ def _summary(result, console: Console) -> None:
     c = result.counters
     console.print(f"[bold]{result.status}[/bold]: {result.reason}")
     if c:
-        console.print(f"builds {c.get('builds', 0)}, unit compiles {c.get('unit_compiles', 0)}, "
-                      f"load checks {c.get('load_checks', 0)}, server launches {c.get('launches', 0)}, "
-                      f"LLM tokens {c.get('tokens_in', 0) + c.get('tokens_out', 0)}")
+        console.print(
+            f"builds {c.get('builds', 0)}, unit compiles {c.get('unit_compiles', 0)}, "
+            f"load checks {c.get('load_checks', 0)}, server launches {c.get('launches', 0)}, "
+            f"LLM tokens {c.get('tokens_in', 0) + c.get('tokens_out', 0)}"
+        )
     if result.report_path:
         console.print(f"report: {result.report_path}")
     console.print(f"run id: {result.run_id}")
@@ -50,9 +55,15 @@ def _check_checkpoint(job: PortJob) -> None:
     if path is None:
         return
     if not path.exists():
-        raise fail(f"model.path {path} does not exist: point it at the checkpoint directory (config.json + "
-                   f"safetensors), or drop model.path to build only")
-    if path.is_dir() and not any(path.glob("*.safetensors")) and not any(path.glob("*.safetensors.index.json")):
+        raise fail(
+            f"model.path {path} does not exist: point it at the checkpoint directory (config.json + "
+            f"safetensors), or drop model.path to build only"
+        )
+    if (
+        path.is_dir()
+        and not any(path.glob("*.safetensors"))
+        and not any(path.glob("*.safetensors.index.json"))
+    ):
         return  # another format (e.g. .bin): the framework's own load check judges it
     try:
         load_checkpoint(path)
@@ -62,29 +73,42 @@ def _check_checkpoint(job: PortJob) -> None:
 
 def _stage_table(run_id: str, console: Console) -> None:
     """What ran, what was skipped and why; the image preflight's checks when it found something missing."""
-    from agent.rundir import RunDir
-    from tools.report import ReportError, RunView, stage_rows
+    from agent.loop.rundir import RunDir
+    from tools.report import UNIT_HEADER, ReportError, RunView, stage_rows, unit_rows
 
     try:
         view = RunView.load(RunDir(run_id).path)
     except ReportError:
         return
     print_listing(["stage", "ran", "why / result"], stage_rows(view.state, view.events), out=console)
+    if unit_rows(view.state):
+        print_listing(
+            UNIT_HEADER,
+            unit_rows(view.state),
+            title=f"unit compiles: {view.state['stages']['unit'].get('detail', '')}",
+            out=console,
+        )
     pre = view.state.get("stages", {}).get("preflight", {})
     if pre.get("checks") and not pre.get("ready", True):
-        print_listing(["image needs", "ok", "found", "for"],
-                      [[c["need"], "yes" if c["ok"] else "NO", c["found"], c["why"]] for c in pre["checks"]],
-                      title=f"preflight of {pre.get('image', '')}", out=console)
+        print_listing(
+            ["image needs", "ok", "found", "for"],
+            [[c["need"], "yes" if c["ok"] else "NO", c["found"], c["why"]] for c in pre["checks"]],
+            title=f"preflight of {pre.get('image', '')}",
+            out=console,
+        )
 
 
-UNTIL_HELP = ("Stop after this stage: scan, unit (the image preflight), build, load, serve or bench "
-              "(everything; the default).")
+UNTIL_HELP = (
+    "Stop after this stage: scan, unit (the image preflight, then hipcc on every unit the ROCm build "
+    "compiles), build, load, serve or bench "
+    "(everything; the default)."
+)
 
 
 def _check_machine(job: PortJob) -> None:
     """The target against the build image's labels, a fixed server port against what already listens."""
-    from agent.nodes.env import job_image
-    from agent.preflight_checks import job_problems
+    from agent.loop.nodes.env import job_image
+    from agent.loop.preflight_checks import job_problems
     from agent.profiles import load_profile
 
     problems = job_problems(job, job_image(job, load_profile(job.framework.profile)))
@@ -94,22 +118,31 @@ def _check_machine(job: PortJob) -> None:
 
 @app.command()
 def port(
-    config: list[str] = typer.Option([], "-c", "--config", metavar="JOB.yaml|KEY=VALUE",
-                                     help="A job YAML file or a dotted key=value override; repeatable, applied "
-                                          "left to right."),
-    resume: str | None = typer.Option(None, "--resume", metavar="RUN_ID",
-                                      help="Continue the run RUN_ID from its last checkpoint."),
+    config: list[str] = typer.Option(
+        [],
+        "-c",
+        "--config",
+        metavar="JOB.yaml|KEY=VALUE",
+        help="A job YAML file or a dotted key=value override; repeatable, applied left to right.",
+    ),
+    resume: str | None = typer.Option(
+        None, "--resume", metavar="RUN_ID", help="Continue the run RUN_ID from its last checkpoint."
+    ),
     until: str | None = typer.Option(None, "--until", metavar="STAGE", help=UNTIL_HELP),
     json_events: bool = typer.Option(False, "--json", help="Print the event stream as JSON lines on stdout."),
     review: bool = typer.Option(False, "--review", help="Pause before applying any LLM patch and ask."),
-    approve: bool | None = typer.Option(None, "--approve/--reject", show_default=False,
-                                        help="With --resume: answer a paused review for all pending patches."),
+    approve: bool | None = typer.Option(
+        None,
+        "--approve/--reject",
+        show_default=False,
+        help="With --resume: answer a paused review for all pending patches.",
+    ),
 ) -> None:
     """Port a framework to ROCm: preflight, build, diagnose, patch, rebuild, load, serve, benchmark, report."""
-    from agent.nodes.checkout import CheckoutError
-    from agent.observer import JsonlSink, RichProgress
-    from agent.port import PortError, resume_port, start_port
-    from agent.store import StoreError
+    from agent.loop.nodes.checkout import CheckoutError
+    from agent.loop.observer import JsonlSink, RichProgress
+    from agent.loop.port import PortError, resume_port, start_port
+    from agent.loop.store import StoreError
 
     console = output_console(stderr=True)
     if resume is None and not config:
@@ -117,7 +150,7 @@ def port(
     if resume is not None and config:
         raise fail("--resume continues a run with its own job.yaml; drop the -c options")
     if until is not None:
-        from agent.graph import STAGES
+        from agent.loop.graph import STAGES
 
         if until not in STAGES:
             raise fail(f"--until {until}: use one of {', '.join(STAGES)}")
@@ -148,10 +181,14 @@ def port(
     except (JobError, ProfileError, PortError, CheckoutError, StoreError) as exc:
         raise fail(str(exc)) from exc
     except SandboxError as exc:
-        raise fail(f"{exc} (fix it, then continue with `rocport port --resume RUN_ID`; see `rocport runs`)") from exc
+        raise fail(
+            f"{exc} (fix it, then continue with `rocport port --resume RUN_ID`; see `rocport runs`)"
+        ) from exc
     if result.status == "paused":
-        console.print(f"paused for review: {len(result.review or [])} LLM patch(es); continue with "
-                      f"`rocport port --resume {result.run_id} --approve` (or --reject)")
+        console.print(
+            f"paused for review: {len(result.review or [])} LLM patch(es); continue with "
+            f"`rocport port --resume {result.run_id} --approve` (or --reject)"
+        )
         raise typer.Exit(3)
     if not json_events:
         _stage_table(result.run_id, console)
@@ -161,8 +198,8 @@ def port(
 
 def _status(row) -> str:
     """'running' only while a process drives the run; one whose process died says how to continue it."""
-    from agent.rundir import RunDir
-    from agent.runlock import is_driven
+    from agent.loop.rundir import RunDir
+    from agent.loop.runlock import is_driven
 
     if row.status != "running" or is_driven(RunDir(row.run_id).path):
         return row.status
@@ -170,10 +207,12 @@ def _status(row) -> str:
 
 
 @app.command()
-def runs(limit: int = typer.Option(20, min=1, metavar="N", help="How many recent runs to list."),
-         fmt: Format = FORMAT_OPTION) -> None:
+def runs(
+    limit: int = typer.Option(20, min=1, metavar="N", help="How many recent runs to list."),
+    fmt: Format = FORMAT_OPTION,
+) -> None:
     """List port runs (newest first) with their status, phase and costs."""
-    from agent.store import RunStore, StoreError
+    from agent.loop.store import RunStore, StoreError
 
     try:
         rows = RunStore().list(limit)
@@ -182,7 +221,20 @@ def runs(limit: int = typer.Option(20, min=1, metavar="N", help="How many recent
     if not rows and fmt is Format.table:
         typer.echo("no runs yet: start one with `rocport port -c job.yaml`")
         return
-    print_listing(["run id", "framework", "status", "phase", "builds", "launches", "updated", "reason"],
-                  [[r.run_id, r.framework, _status(r), r.phase or "", r.counters.get("builds", ""),
-                    r.counters.get("launches", ""), time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.updated)),
-                    r.reason or ""] for r in rows], fmt)
+    print_listing(
+        ["run id", "framework", "status", "phase", "builds", "launches", "updated", "reason"],
+        [
+            [
+                r.run_id,
+                r.framework,
+                _status(r),
+                r.phase or "",
+                r.counters.get("builds", ""),
+                r.counters.get("launches", ""),
+                time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.updated)),
+                r.reason or "",
+            ]
+            for r in rows
+        ],
+        fmt,
+    )

@@ -1,11 +1,12 @@
 """`rocport scan PATH`: static ROCm-portability findings as a table, JSON or SARIF."""
+
 from __future__ import annotations
 
 import io
 import json
 from collections import Counter
 from dataclasses import fields
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -16,9 +17,10 @@ from rich.table import Table
 from agent.cli.app import app, fail, rocport_version
 from tools.records import Failure
 from tools.scan import ScanError, ScanReport, scan_report, to_sarif
+from tools.scan.cache import default_cache_dir
 
 
-class OutputFormat(str, Enum):
+class OutputFormat(StrEnum):
     table = "table"
     json = "json"
     sarif = "sarif"
@@ -65,9 +67,12 @@ def _summary(report: ScanReport, console: Console) -> None:
     for rel, reason in report.skipped:
         console.print(f"[yellow]skipped[/] {rel}: {reason}", highlight=False)
     if report.build:
-        console.print(f"ROCm build ({report.build}): {len(report.findings)} finding(s) in files it compiles; "
-                      f"{len(report.not_built)} file(s) with findings are not in it; "
-                      f"{report.rocm_only} ROCm-only file(s)", highlight=False)
+        console.print(
+            f"ROCm build ({report.build}): {len(report.findings)} finding(s) in files it compiles; "
+            f"{len(report.not_built)} file(s) with findings are not in it; "
+            f"{report.rocm_only} ROCm-only file(s)",
+            highlight=False,
+        )
 
 
 _BLOCKERS_SHOWN = 4
@@ -80,7 +85,9 @@ def _not_built_table(report: ScanReport) -> Table:
         table.add_column(column, overflow="fold")
     for entry in report.not_built:
         counts = ", ".join(f"{n} {k}" for k, n in sorted(entry.kinds.items()))
-        blockers = entry.blockers[:_BLOCKERS_SHOWN] + (["..."] if len(entry.blockers) > _BLOCKERS_SHOWN else [])
+        blockers = entry.blockers[:_BLOCKERS_SHOWN] + (
+            ["..."] if len(entry.blockers) > _BLOCKERS_SHOWN else []
+        )
         table.add_row(entry.path, counts, ", ".join(blockers) or "(renames and guards only)")
     return table
 
@@ -99,34 +106,92 @@ def _statistics(report: ScanReport) -> Table:
 @app.command()
 def scan(
     path: Annotated[Path, typer.Argument(help="Repo checkout (or one source file) to scan.")],
-    profile: Annotated[str | None, typer.Option(
-        "--profile", "-p", help="Framework profile name (sglang, vllm, tinyserve) or YAML path; "
-                                "a hipifying profile hides what hipify translates.")] = None,
-    hipify: Annotated[bool | None, typer.Option(
-        "--hipify/--no-hipify", help="Override: the build runs torch's hipify (default: from the profile).")] = None,
-    fmt: Annotated[OutputFormat, typer.Option("--format", "-f", help="table, json or sarif.")] = OutputFormat.table,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the report here, not stdout.")] = None,
-    jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes (default: CPUs).")] = None,
-    include_vendored: Annotated[bool, typer.Option(
-        "--include-vendored", help="Also scan third_party/, 3rdparty/, vendor/ directories.")] = False,
-    exclude: Annotated[list[str] | None, typer.Option(
-        "--exclude", help="Leave out files or directories matching this glob (repeatable); replaces the "
-                          "profile's default (tests, benchmarks, docs, examples).")] = None,
-    select: Annotated[list[str] | None, typer.Option(
-        "--select", help="Report only this kind (repeatable): cuda_header, warp_size, inline_ptx, ...")] = None,
-    statistics: Annotated[bool, typer.Option(
-        "--statistics", help="Print counts per kind and fix family instead of every finding.")] = False,
+    profile: Annotated[
+        str | None,
+        typer.Option(
+            "--profile",
+            "-p",
+            help="Framework profile name (sglang, vllm, tinyserve) or YAML path; "
+            "a hipifying profile hides what hipify translates.",
+        ),
+    ] = None,
+    hipify: Annotated[
+        bool | None,
+        typer.Option(
+            "--hipify/--no-hipify",
+            help="Override: the build runs torch's hipify (default: from the profile).",
+        ),
+    ] = None,
+    fmt: Annotated[
+        OutputFormat, typer.Option("--format", "-f", help="table, json or sarif.")
+    ] = OutputFormat.table,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the report here, not stdout.")
+    ] = None,
+    jobs: Annotated[
+        int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes (default: CPUs).")
+    ] = None,
+    include_vendored: Annotated[
+        bool,
+        typer.Option("--include-vendored", help="Also scan third_party/, 3rdparty/, vendor/ directories."),
+    ] = False,
+    exclude: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--exclude",
+            help="Leave out files or directories matching this glob (repeatable); replaces the "
+            "profile's default (tests, benchmarks, docs, examples).",
+        ),
+    ] = None,
+    select: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--select", help="Report only this kind (repeatable): cuda_header, warp_size, inline_ptx, ..."
+        ),
+    ] = None,
+    statistics: Annotated[
+        bool,
+        typer.Option("--statistics", help="Print counts per kind and fix family instead of every finding."),
+    ] = False,
+    cache: Annotated[
+        bool,
+        typer.Option(
+            "--cache/--no-cache",
+            help="Reuse results of files unchanged since the last scan (kept under "
+            "$ROCPORT_CACHE_DIR/scan, default ~/.cache/rocport/scan).",
+        ),
+    ] = True,
 ) -> None:
     """Find CUDA-only constructs a ROCm build would compile, outside ROCm branches. Exits 1 when
     findings remain (files the ROCm build compiles, when the profile names its source list)."""
     try:
-        report = scan_report(path, profile=profile, hipify=hipify, jobs=jobs, include_vendored=include_vendored,
-                             exclude=tuple(exclude) if exclude is not None else None, select=tuple(select or ()))
+        report = scan_report(
+            path,
+            profile=_profile(profile),
+            hipify=hipify,
+            jobs=jobs,
+            include_vendored=include_vendored,
+            exclude=tuple(exclude) if exclude is not None else None,
+            select=tuple(select or ()),
+            cache_dir=default_cache_dir() if cache else None,
+        )
     except ScanError as exc:
         raise fail(str(exc)) from exc
     _emit(report, fmt, output, statistics)
     if report.findings:
         raise typer.Exit(1)
+
+
+def _profile(name_or_path: str | None):
+    """The framework profile a scan reads, loaded here: the scan itself takes it as data."""
+    if name_or_path is None:
+        return None
+    from agent.profiles import ProfileError, load_profile
+
+    try:
+        return load_profile(name_or_path)
+    except ProfileError as exc:
+        raise fail(str(exc)) from exc
 
 
 def _emit(report: ScanReport, fmt: OutputFormat, output: Path | None, statistics: bool) -> None:

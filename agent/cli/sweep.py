@@ -1,4 +1,5 @@
 """`rocport sweep plan|run|report`: nightly compatibility matrices."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -10,11 +11,15 @@ from agent.cli.app import app, fail
 from agent.cli.output import FORMAT_OPTION, Format, print_listing
 from agent.cli.output import console as output_console
 
-FAIL_ON_HELP = ("Exit 1 when the night has: error (a cell that did not pass: could not start, lost a stage or "
-                "failed), regression (a stage lost or throughput below the recent median). Comma-separated.")
+FAIL_ON_HELP = (
+    "Exit 1 when the night has: error (a cell that did not pass: could not start, lost a stage or "
+    "failed), regression (a stage lost or throughput below the recent median). Comma-separated."
+)
 FAIL_ON_KINDS = ("error", "regression")
 
-sweep_app = typer.Typer(help="Nightly compatibility sweeps: plan, run and report a matrix.", no_args_is_help=True)
+sweep_app = typer.Typer(
+    help="Nightly compatibility sweeps: plan, run and report a matrix.", no_args_is_help=True
+)
 app.add_typer(sweep_app, name="sweep")
 
 
@@ -49,10 +54,14 @@ def _gate(kinds: set[str], results: list, night: str, history_nights: int) -> No
     if "regression" in kinds:
         regs = [g for g in regressions(results, history_nights) if g.night == night]
         if regs:
-            problems.append(f"{len(regs)} regression(s) ({', '.join(f'{g.cell_key}: {g.what}' for g in regs)})")
+            problems.append(
+                f"{len(regs)} regression(s) ({', '.join(f'{g.cell_key}: {g.what}' for g in regs)})"
+            )
     if problems:
-        typer.echo(f"rocport: night {night} fails --fail-on {','.join(sorted(kinds))}: {'; '.join(problems)}",
-                   err=True)
+        typer.echo(
+            f"rocport: night {night} fails --fail-on {','.join(sorted(kinds))}: {'; '.join(problems)}",
+            err=True,
+        )
         raise typer.Exit(1)
 
 
@@ -65,19 +74,22 @@ def _store(db: Path):
     try:
         return ResultStore(db)
     except sqlite3.DatabaseError as exc:
-        raise fail(f"{db} is not a readable sweep results database ({exc}): pass another --db, "
-                   f"or move it aside to start a new one") from exc
+        raise fail(
+            f"{db} is not a readable sweep results database ({exc}): pass another --db, "
+            f"or move it aside to start a new one"
+        ) from exc
 
 
 def _default_db(spec_name: str) -> Path:
-    from agent.rundir import rocport_home
+    from agent.loop.rundir import rocport_home
 
     return rocport_home() / "sweeps" / f"{spec_name}.sqlite"
 
 
 @sweep_app.command("plan")
-def plan(file: Path = typer.Argument(..., metavar="SWEEP.yaml", help="Sweep YAML."),
-         fmt: Format = FORMAT_OPTION) -> None:
+def plan(
+    file: Path = typer.Argument(..., metavar="SWEEP.yaml", help="Sweep YAML."), fmt: Format = FORMAT_OPTION
+) -> None:
     """Print the cells a sweep expands into, with their build groups."""
     from agent.sweep.cells import expand
 
@@ -86,31 +98,37 @@ def plan(file: Path = typer.Argument(..., metavar="SWEEP.yaml", help="Sweep YAML
         cells = expand(spec)
     except ValueError as exc:
         raise fail(str(exc)) from exc
-    print_listing(["cell", "ref", "image", "arch", "mode", "build group"],
-                  [[c.key, c.git_ref, c.target.image, c.target.arch, c.options.mode, c.build_key] for c in cells],
-                  fmt, title=f"{spec.name}: {len(cells)} cells")
+    print_listing(
+        ["cell", "ref", "image", "arch", "mode", "build group"],
+        [[c.key, c.git_ref, c.target.image, c.target.arch, c.options.mode, c.build_key] for c in cells],
+        fmt,
+        title=f"{spec.name}: {len(cells)} cells",
+    )
 
 
 @sweep_app.command("run")
 def run(
     file: Path = typer.Argument(..., metavar="SWEEP.yaml", help="Sweep YAML."),
-    db: Path = typer.Option(None, metavar="PATH", help="Results database (default: "
-                                                       "$ROCPORT_HOME/sweeps/<name>.sqlite)."),
-    night: str = typer.Option(None, metavar="YYYY-MM-DD", help="Night label (default: today's UTC date). "
-                                                               "Reuse it to resume."),
+    db: Path = typer.Option(
+        None, metavar="PATH", help="Results database (default: $ROCPORT_HOME/sweeps/<name>.sqlite)."
+    ),
+    night: str = typer.Option(
+        None, metavar="YYYY-MM-DD", help="Night label (default: today's UTC date). Reuse it to resume."
+    ),
     jobs: int = typer.Option(1, min=1, metavar="N", help="Build groups run in parallel on this machine."),
-    ray: str = typer.Option(None, metavar="ADDRESS", help="Address of an existing Ray cluster; each build group "
-                                                          "becomes a task."),
-    workdir: Path = typer.Option(None, metavar="PATH", help="Where clones and builds go (default: beside the "
-                                                            "database)."),
+    ray: str = typer.Option(
+        None, metavar="ADDRESS", help="Address of an existing Ray cluster; each build group becomes a task."
+    ),
+    workdir: Path = typer.Option(
+        None, metavar="PATH", help="Where clones and builds go (default: beside the database)."
+    ),
     fail_on: str = typer.Option(None, "--fail-on", metavar="error,regression", help=FAIL_ON_HELP),
 ) -> None:
     """Run every cell not yet recorded for the night; one failing cell never stops the sweep."""
+    from agent.loop.observer import RichProgress
     from agent.sweep.cell_runner import run_cell
     from agent.sweep.cells import expand
     from agent.sweep.executor import run_sweep
-
-    from agent.observer import RichProgress
     from agent.sweep.fixture import FixtureError, prepare
 
     kinds = _fail_on(fail_on)
@@ -125,22 +143,37 @@ def run(
     cells = expand(spec)
     done = sum(store.has(c.key, night) for c in cells)
     typer.echo(f"{spec.name} night {night}: {len(cells)} cells, {done} already recorded, db {db}")
-    progress = RichProgress(output_console(stderr=True), title=f"sweep {spec.name}", events=False, counters=False)
+    progress = RichProgress(
+        output_console(stderr=True), title=f"sweep {spec.name}", events=False, counters=False
+    )
     count = {"done": done}
 
     def show(result) -> None:
         count["done"] += 1
         stages = " ".join(s for s, ok in result.stages.items() if ok) or "none"
-        progress.console.print(f"[{count['done']}/{len(cells)}] {result.status:7s} {result.cell_key}  stages: {stages}"
-                               + (f"  ({result.reason})" if result.reason and result.status != "passed" else ""),
-                               markup=False, highlight=False, soft_wrap=True)
+        progress.console.print(
+            f"[{count['done']}/{len(cells)}] {result.status:7s} {result.cell_key}  stages: {stages}"
+            + (f"  ({result.reason})" if result.reason and result.status != "passed" else ""),
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
         progress({"event": "phase", "phase": f"{count['done']}/{len(cells)} cells"})
 
     try:
         with progress:
             progress({"event": "phase", "phase": f"{done}/{len(cells)} cells"})
-            run_sweep(cells, night=night, sweep=spec.name, store=store, workroot=workdir or db.parent / "work",
-                      runner=run_cell, jobs=jobs, ray_address=ray, on_result=show)
+            run_sweep(
+                cells,
+                night=night,
+                sweep=spec.name,
+                store=store,
+                workroot=workdir or db.parent / "work",
+                runner=run_cell,
+                jobs=jobs,
+                ray_address=ray,
+                on_result=show,
+            )
     except RuntimeError as exc:
         raise fail(str(exc)) from exc
     _gate(kinds, store.results(spec.name), night, spec.history_nights)
@@ -149,8 +182,9 @@ def run(
 @sweep_app.command("report")
 def report(
     file: Path = typer.Argument(..., metavar="SWEEP.yaml", help="Sweep YAML."),
-    db: Path = typer.Option(None, metavar="PATH", help="Results database (default: "
-                                                       "$ROCPORT_HOME/sweeps/<name>.sqlite)."),
+    db: Path = typer.Option(
+        None, metavar="PATH", help="Results database (default: $ROCPORT_HOME/sweeps/<name>.sqlite)."
+    ),
     markdown: Path = typer.Option(None, metavar="PATH", help="Write the markdown summary here."),
     html: Path = typer.Option(None, metavar="PATH", help="Write the static HTML dashboard here."),
     fail_on: str = typer.Option(None, "--fail-on", metavar="error,regression", help=FAIL_ON_HELP),
@@ -173,11 +207,24 @@ def report(
     for h in histories(results):
         r = h.latest
         since = f"broken since {h.broken_since}" if h.broken_since else f"passing since {h.passing_since}"
-        rows.append([h.cell_key, r.night, status_of(r, regs), *("yes" if r.stages[s] else "no" for s in r.stages),
-                     f"{r.output_tok_s:.1f}" if r.output_tok_s else "", since,
-                     (r.provenance or {}).get("framework_commit", "")[:12]])
-    print_listing(["cell", "night", "status", "built", "loaded", "served", "bench", "output tok/s", "since",
-                   "commit"], rows, fmt, title=f"{spec.name}: latest night per cell", out=console)
+        rows.append(
+            [
+                h.cell_key,
+                r.night,
+                status_of(r, regs),
+                *("yes" if r.stages[s] else "no" for s in r.stages),
+                f"{r.output_tok_s:.1f}" if r.output_tok_s else "",
+                since,
+                (r.provenance or {}).get("framework_commit", "")[:12],
+            ]
+        )
+    print_listing(
+        ["cell", "night", "status", "built", "loaded", "served", "bench", "output tok/s", "since", "commit"],
+        rows,
+        fmt,
+        title=f"{spec.name}: latest night per cell",
+        out=console,
+    )
     if fmt is not Format.table:
         _write(markdown, html, results, spec)
         _gate(kinds, results, max(r.night for r in results) if results else "", spec.history_nights)
@@ -185,8 +232,11 @@ def report(
     for g in regs:
         console.print(f"[red]regression[/red] {g.cell_key} ({g.what}): {g.detail}", highlight=False)
     for c in clusters(results):
-        console.print(f"cluster {c.signature}: {len(c.cells)} cell(s), first {c.first_seen}, "
-                      f"last {c.last_seen}, streak {c.streak}", highlight=False)
+        console.print(
+            f"cluster {c.signature}: {len(c.cells)} cell(s), first {c.first_seen}, "
+            f"last {c.last_seen}, streak {c.streak}",
+            highlight=False,
+        )
     _write(markdown, html, results, spec)
     _gate(kinds, results, max(r.night for r in results) if results else "", spec.history_nights)
 

@@ -1,4 +1,5 @@
 """`rocport weights CHECKPOINT [--expected FILE] [--json]`: checkpoint names vs framework params."""
+
 from __future__ import annotations
 
 import json
@@ -59,13 +60,18 @@ def _suggest(ckpt: Checkpoint, expected: dict, model_file: Path | None) -> dict:
         remap = derive_remap(ckpt.names, expected, mappings, skip)
     except RemapError as exc:
         return {"rules": [], "error": str(exc), "after_stacked_mapping": stacked}
-    return {"rules": [[r.checkpoint, r.framework] for r in remap.rules], "renamed": len(remap.renamed),
-            "after_stacked_mapping": stacked}
+    return {
+        "rules": [[r.checkpoint, r.framework] for r in remap.rules],
+        "renamed": len(remap.renamed),
+        "after_stacked_mapping": stacked,
+    }
 
 
 def _print_summary(console: Console, ckpt: Checkpoint) -> None:
-    console.print(f"[bold]{ckpt.root}[/]: {len(ckpt.tensors)} tensors in {len(ckpt.shards)} shard(s)"
-                  + (f", num_hidden_layers={ckpt.num_hidden_layers}" if ckpt.num_hidden_layers else ""))
+    console.print(
+        f"[bold]{ckpt.root}[/]: {len(ckpt.tensors)} tensors in {len(ckpt.shards)} shard(s)"
+        + (f", num_hidden_layers={ckpt.num_hidden_layers}" if ckpt.num_hidden_layers else "")
+    )
     dtypes = Counter(t.dtype for t in ckpt.tensors.values() if t.dtype)
     if dtypes:
         console.print("dtypes: " + ", ".join(f"{d} x{n}" for d, n in dtypes.most_common()))
@@ -73,9 +79,11 @@ def _print_summary(console: Console, ckpt: Checkpoint) -> None:
 
 def _print_report(console: Console, report: WeightReport, suggestion: dict | None) -> None:
     style = "green" if report.ok else "red"
-    console.print(f"[{style}]{report.matched}/{report.num_expected} expected params found[/]; "
-                  f"{len(report.missing)} missing, {len(report.unexpected)} unexpected, "
-                  f"{len(report.mismatched)} shape/dtype mismatches")
+    console.print(
+        f"[{style}]{report.matched}/{report.num_expected} expected params found[/]; "
+        f"{len(report.missing)} missing, {len(report.unexpected)} unexpected, "
+        f"{len(report.mismatched)} shape/dtype mismatches"
+    )
     if report.ok:
         return
     table = Table(show_lines=False)
@@ -85,15 +93,20 @@ def _print_report(console: Console, report: WeightReport, suggestion: dict | Non
     table.add_column("examples", overflow="fold")
     for g in report.groups:
         examples = (g.missing or g.unexpected or [m.name for m in g.mismatched])[:EXAMPLES_PER_GROUP]
-        table.add_row(g.group, str(len(g.missing)), str(len(g.unexpected)), str(len(g.mismatched)),
-                      "\n".join(examples))
+        table.add_row(
+            g.group, str(len(g.missing)), str(len(g.unexpected)), str(len(g.mismatched)), "\n".join(examples)
+        )
     console.print(table)
     for m in report.mismatched[:10]:
-        console.print(f"  {m.name}: checkpoint {m.checkpoint_shape} {m.checkpoint_dtype} vs "
-                      f"framework {m.expected_shape} {m.expected_dtype}")
+        console.print(
+            f"  {m.name}: checkpoint {m.checkpoint_shape} {m.checkpoint_dtype} vs "
+            f"framework {m.expected_shape} {m.expected_dtype}"
+        )
     if suggestion and suggestion.get("after_stacked_mapping") is not None:
         left = suggestion["after_stacked_mapping"]
-        console.print("through the loader's stacked mapping: " + ("; ".join(left) if left else "every tensor loads"))
+        console.print(
+            "through the loader's stacked mapping: " + ("; ".join(left) if left else "every tensor loads")
+        )
     if suggestion and suggestion["rules"]:
         console.print("[bold]prefix remap that loads every tensor[/] (checkpoint -> framework):")
         for old, new in suggestion["rules"]:
@@ -105,17 +118,30 @@ def _print_report(console: Console, report: WeightReport, suggestion: dict | Non
 @app.command()
 def weights(
     checkpoint: Path = typer.Argument(..., help="Checkpoint directory, index JSON or .safetensors file."),
-    expected: Path | None = typer.Option(None, "--expected", help="JSON of the framework's expected params "
-                                         "({name: {shape, dtype}} or a list of names)."),
-    profile: str | None = typer.Option(None, "--profile", help="Get expected params from this framework "
-                                       "profile's expected_params command, run in --repo."),
+    expected: Path | None = typer.Option(
+        None,
+        "--expected",
+        help="JSON of the framework's expected params ({name: {shape, dtype}} or a list of names).",
+    ),
+    profile: str | None = typer.Option(
+        None,
+        "--profile",
+        help="Get expected params from this framework profile's expected_params command, run in --repo.",
+    ),
     repo: Path = typer.Option(Path("."), "--repo", help="Framework checkout the profile command runs in."),
-    model_file: Path | None = typer.Option(None, "--model-file", help="Model file whose load_weights "
-                                           "stacked mapping (q/k/v -> qkv) the remap suggestion uses."),
+    model_file: Path | None = typer.Option(
+        None,
+        "--model-file",
+        help="Model file whose load_weights stacked mapping (q/k/v -> qkv) the remap suggestion uses.",
+    ),
     names_only: bool = typer.Option(False, "--names-only", help="Read the index only (no shapes)."),
-    framework_python: str = typer.Option("python3", "--framework-python", envvar="ROCPORT_FRAMEWORK_PYTHON",
-                                         help="Python of a venv with torch and the framework from PyPI, for "
-                                         "profiles that build the model class on the meta device."),
+    framework_python: str = typer.Option(
+        "python3",
+        "--framework-python",
+        envvar="ROCPORT_FRAMEWORK_PYTHON",
+        help="Python of a venv with torch and the framework from PyPI, for "
+        "profiles that build the model class on the meta device.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
 ) -> None:
     """Read tensor names/dtypes/shapes from safetensors headers and compare with expected params."""
@@ -124,7 +150,7 @@ def weights(
         prof = load_profile(profile) if profile and not expected else None
         if prof is not None and prof.meta_params and not prof.expected_params:
             _require_model_file(repo, prof.model_loaders, ckpt)
-            answer = run_meta_model(framework_python, prof.meta_params, checkpoint)
+            answer = run_meta_model(framework_python, prof.meta_params, checkpoint, repo.resolve())
             _framework_report(check_framework(repo.resolve(), prof.model_loaders, ckpt, answer), as_json)
             return
         want = load_expected(expected) if expected else None
@@ -135,8 +161,12 @@ def weights(
     report = compare(ckpt, want) if want is not None else None
     suggestion = _suggest(ckpt, want, model_file) if report is not None and not report.ok else None
     if as_json:
-        out: dict = {"checkpoint": str(ckpt.root), "tensors": len(ckpt.tensors), "shards": len(ckpt.shards),
-                     "num_hidden_layers": ckpt.num_hidden_layers}
+        out: dict = {
+            "checkpoint": str(ckpt.root),
+            "tensors": len(ckpt.tensors),
+            "shards": len(ckpt.shards),
+            "num_hidden_layers": ckpt.num_hidden_layers,
+        }
         if report is not None:
             out["report"] = report.to_dict()
             out["remap"] = suggestion
@@ -156,10 +186,14 @@ def _require_model_file(repo: Path, globs: list[str], ckpt: Checkpoint) -> None:
     """Fail fast (before the model class is built) when the checkout has no file for the architecture."""
     archs = [a for a in ckpt.config.get("architectures") or [] if isinstance(a, str)]
     if not archs:
-        raise fail(f"{ckpt.root}/config.json names no architectures; the framework check needs the model class")
+        raise fail(
+            f"{ckpt.root}/config.json names no architectures; the framework check needs the model class"
+        )
     if not any(find_model_file(repo, globs, a) for a in archs):
-        raise fail(f"{repo}: no file matching {', '.join(globs)} defines {' or '.join(archs)}; "
-                   f"pass --repo with a checkout of the framework")
+        raise fail(
+            f"{repo}: no file matching {', '.join(globs)} defines {' or '.join(archs)}; "
+            f"pass --repo with a checkout of the framework"
+        )
 
 
 def _framework_report(result: FrameworkCheck, as_json: bool) -> None:
@@ -172,7 +206,9 @@ def _framework_report(result: FrameworkCheck, as_json: bool) -> None:
         if result.blocked:
             console.print(f"  blocked: {result.blocked.get('error')} at {result.blocked.get('where')}")
         for m in result.models:
-            head = f"{m.cls} ({m.file}): {m.loaded} params loaded" + (f" of {m.expected}" if m.expected else "")
+            head = f"{m.cls} ({m.file}): {m.loaded} params loaded" + (
+                f" of {m.expected}" if m.expected else ""
+            )
             console.print(f"[{'green' if not (m.problems or m.never_loaded) else 'red'}]{head}[/]")
             if m.error:
                 console.print(f"  cannot replay: {m.error}")
@@ -182,21 +218,42 @@ def _framework_report(result: FrameworkCheck, as_json: bool) -> None:
             for n in m.never_loaded[:10]:
                 console.print(f"  never loaded: {n}")
             for r in m.fix:
-                console.print(f"  fix: rename checkpoint prefix {r.checkpoint} -> {r.framework} at the top of the "
-                              f"load_weights loop")
+                console.print(
+                    f"  fix: rename checkpoint prefix {r.checkpoint} -> {r.framework} at the top of the "
+                    f"load_weights loop"
+                )
             if m.assumed_false:
                 console.print(f"  assumed off (run-time flags): lines {', '.join(map(str, m.assumed_false))}")
         for x in result.exclusion_misses:
-            console.print(f"[red]exclusion {x.entry!r} keeps {x.checkpoint_module} unquantized, but the framework "
-                          f"checks {x.framework_prefix}[/]: add it to the list, or rename the list like the loader")
+            console.print(
+                f"[red]exclusion {x.entry!r} keeps {x.checkpoint_module} unquantized, but the framework "
+                f"checks {x.framework_prefix}[/]: add it to the list, or rename the list like the loader"
+            )
     if not result.ok:
         raise typer.Exit(1)
 
 
 def _framework_dict(result: FrameworkCheck) -> dict:
-    return {"source": result.source, "blocked": result.blocked, "ok": result.ok,
-            "models": [{"class": m.cls, "file": m.file, "expected": m.expected, "loaded": m.loaded,
-                        "problems": [vars(o) for o in m.problems], "never_loaded": m.never_loaded,
-                        "assumed_false": m.assumed_false, "loop_file": m.loop_file, "loop_class": m.loop_class,
-                        "fix": [[r.checkpoint, r.framework] for r in m.fix], "error": m.error} for m in result.models],
-            "exclusion_misses": [vars(x) for x in result.exclusion_misses], "meta_model": str(META_MODEL)}
+    return {
+        "source": result.source,
+        "blocked": result.blocked,
+        "ok": result.ok,
+        "models": [
+            {
+                "class": m.cls,
+                "file": m.file,
+                "expected": m.expected,
+                "loaded": m.loaded,
+                "problems": [vars(o) for o in m.problems],
+                "never_loaded": m.never_loaded,
+                "assumed_false": m.assumed_false,
+                "loop_file": m.loop_file,
+                "loop_class": m.loop_class,
+                "fix": [[r.checkpoint, r.framework] for r in m.fix],
+                "error": m.error,
+            }
+            for m in result.models
+        ],
+        "exclusion_misses": [vars(x) for x in result.exclusion_misses],
+        "meta_model": str(META_MODEL),
+    }

@@ -1,12 +1,14 @@
 """Framework profiles: how to build, check, launch and benchmark one framework (YAML beside this file)."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from agent.tune.spec import TuneSpace
+from agent.yamlconf import load_yaml_model
+from tools.rocm_sources import RocmSources
 
 PROFILE_DIR = Path(__file__).parent
 
@@ -51,20 +53,6 @@ class LaunchSpec(BaseModel):
     models_path: str = "/v1/models"
     ready_timeout_s: float = 600
     smoke_prompt: str = "The capital of France is"
-
-
-class RocmSources(BaseModel):
-    """Where the framework's own build lists the sources it compiles for ROCm (read by `rocport scan`)."""
-
-    model_config = ConfigDict(extra="forbid")
-    cmake: str | None = None
-    """A CMakeLists.txt (repo-relative) whose target sources, under `variables`, are the ROCm build."""
-    variables: dict[str, str] = Field(default_factory=dict)
-    """CMake variables the ROCm build sets (vLLM: VLLM_GPU_LANG=HIP)."""
-    cuda_variables: dict[str, str] = Field(default_factory=dict)
-    """The CUDA build's variables: a unit only the ROCm build lists is ROCm-only code (no findings)."""
-    setup_py: str | None = None
-    """A setup script (repo-relative) whose source-file literals are the ROCm build (sgl-kernel)."""
 
 
 class Profile(BaseModel):
@@ -117,20 +105,8 @@ def load_profile(name_or_path: str) -> Profile:
     if not path.suffix:
         path = PROFILE_DIR / f"{name_or_path}.yaml"
     if not path.is_file():
-        raise ProfileError(f"no profile {name_or_path!r}: use one of {', '.join(profile_names()) or '(none)'} "
-                           f"or a path to a profile YAML")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except UnicodeDecodeError as exc:
-        raise ProfileError(f"{path}: not a text file (bytes that are not UTF-8): pass a profile YAML") from exc
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or "cannot parse"
-        raise ProfileError(f"{path}:{where}: malformed YAML: {problem}; fix the syntax") from exc
-    try:
-        return Profile.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise ProfileError(f"{path}: {where}: {err['msg']}") from exc
+        raise ProfileError(
+            f"no profile {name_or_path!r}: use one of {', '.join(profile_names()) or '(none)'} "
+            f"or a path to a profile YAML"
+        )
+    return load_yaml_model(path, Profile, error=ProfileError, what="a profile YAML")

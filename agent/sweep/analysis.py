@@ -1,10 +1,12 @@
 """What changed between nights: regressions, failure clusters, fixed-since and broken-since."""
+
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
 
 from agent.sweep.results import STAGES, CellResult
+from tools.records import failure_key
 
 MIN_DROP = 0.05  # a throughput drop under 5% is noise on shared machines
 SIGMAS = 3.0
@@ -64,8 +66,14 @@ def regressions(results: list[CellResult], history_nights: int = 7) -> list[Regr
         prev = past[-1]
         lost = [s for s in STAGES if prev.stages.get(s) and not latest.stages.get(s)]
         if lost:
-            found.append(Regression(key, latest.night, "stage_lost",
-                                    f"lost {', '.join(lost)} (reached on {prev.night}); {latest.reason}".strip("; ")))
+            found.append(
+                Regression(
+                    key,
+                    latest.night,
+                    "stage_lost",
+                    f"lost {', '.join(lost)} (reached on {prev.night}); {latest.reason}".strip("; "),
+                )
+            )
         values = [r.output_tok_s for r in past if r.output_tok_s]
         if latest.output_tok_s and values:
             median = statistics.median(values)
@@ -73,9 +81,15 @@ def regressions(results: list[CellResult], history_nights: int = 7) -> list[Regr
             allowed = max(MIN_DROP * median, SIGMAS * sigma)
             if median - latest.output_tok_s > allowed:
                 drop = 100 * (median - latest.output_tok_s) / median
-                found.append(Regression(key, latest.night, "throughput",
-                                        f"{latest.output_tok_s:.1f} output tok/s vs median {median:.1f} over "
-                                        f"{len(values)} nights (-{drop:.1f}%, allowed -{100 * allowed / median:.1f}%)"))
+                found.append(
+                    Regression(
+                        key,
+                        latest.night,
+                        "throughput",
+                        f"{latest.output_tok_s:.1f} output tok/s vs median {median:.1f} over "
+                        f"{len(values)} nights (-{drop:.1f}%, allowed -{100 * allowed / median:.1f}%)",
+                    )
+                )
     return found
 
 
@@ -86,9 +100,10 @@ def clusters(results: list[CellResult]) -> list[Cluster]:
     seen_on: dict[str, set[str]] = {}
     for r in sorted(results, key=lambda r: r.night):
         for f in r.failures:
-            sig = f.get("signature") or f"{f.get('kind')}:{f.get('message')}"
-            c = by_sig.setdefault(sig, Cluster(sig, f.get("kind", "unknown"), f.get("message", ""),
-                                               first_seen=r.night))
+            sig = failure_key(f)
+            c = by_sig.setdefault(
+                sig, Cluster(sig, f.get("kind", "unknown"), f.get("message", ""), first_seen=r.night)
+            )
             if c.last_seen != r.night:
                 c.cells = []
             c.last_seen = r.night

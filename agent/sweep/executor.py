@@ -4,6 +4,7 @@ Cells that share a build key (framework ref + image + arch) run in order in one 
 one build. Cells already recorded for the night are skipped, which is how a killed sweep resumes.
 One cell failing never stops the others: its exception becomes an `error` result.
 """
+
 from __future__ import annotations
 
 import time
@@ -36,11 +37,21 @@ def _run_group(group: list[dict], night: str, sweep: str, workroot: str, runner:
         started = time.time()
         try:
             result = runner(cell, night, workdir)
-        except Exception as exc:  # one cell's crash must not stop the sweep; record it instead
-            result = CellResult(cell_key=cell.key, night=night, sweep=sweep, status="error",
-                                reason=f"{type(exc).__name__}: {exc}",
-                                failures=[{"kind": "unknown", "signature": f"rocport-error:{type(exc).__name__}",
-                                           "message": traceback.format_exc(limit=3)[-500:]}])
+        except Exception as exc:  # noqa: BLE001 - one cell's crash must not stop the sweep; record it instead
+            result = CellResult(
+                cell_key=cell.key,
+                night=night,
+                sweep=sweep,
+                status="error",
+                reason=f"{type(exc).__name__}: {exc}",
+                failures=[
+                    {
+                        "kind": "unknown",
+                        "signature": f"rocport-error:{type(exc).__name__}",
+                        "message": traceback.format_exc(limit=3)[-500:],
+                    }
+                ],
+            )
         result.sweep, result.night = sweep, night
         result.started = result.started or started
         result.finished = result.finished or time.time()
@@ -48,9 +59,18 @@ def _run_group(group: list[dict], night: str, sweep: str, workroot: str, runner:
     return out
 
 
-def run_sweep(cells: list[Cell], *, night: str, sweep: str, store: ResultStore, workroot: Path,
-              runner: CellRunner, jobs: int = 1, ray_address: str | None = None,
-              on_result: Callable[[CellResult], None] | None = None) -> list[CellResult]:
+def run_sweep(
+    cells: list[Cell],
+    *,
+    night: str,
+    sweep: str,
+    store: ResultStore,
+    workroot: Path,
+    runner: CellRunner,
+    jobs: int = 1,
+    ray_address: str | None = None,
+    on_result: Callable[[CellResult], None] | None = None,
+) -> list[CellResult]:
     """Run every cell not yet recorded for `night`; record each result as soon as it arrives."""
     todo = [c for c in cells if not store.has(c.key, night)]
     groups = [[c.to_dict() for c in g] for g in build_groups(todo)]
@@ -75,8 +95,9 @@ def run_sweep(cells: list[Cell], *, night: str, sweep: str, store: ResultStore, 
     return recorded
 
 
-def _run_on_ray(groups: list[list[dict]], night: str, sweep: str, workroot: str, runner: CellRunner,
-                address: str):
+def _run_on_ray(
+    groups: list[list[dict]], night: str, sweep: str, workroot: str, runner: CellRunner, address: str
+):
     """Each build group is one Ray task asking for the CPUs its cells declare."""
     try:
         import ray
@@ -85,8 +106,10 @@ def _run_on_ray(groups: list[list[dict]], night: str, sweep: str, workroot: str,
     ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
     try:
         task = ray.remote(_run_group)
-        refs = [task.options(num_cpus=g[0]["options"]["cpus"]).remote(g, night, sweep, workroot, runner)
-                for g in groups]
+        refs = [
+            task.options(num_cpus=g[0]["options"]["cpus"]).remote(g, night, sweep, workroot, runner)
+            for g in groups
+        ]
         pending = list(refs)
         while pending:
             done, pending = ray.wait(pending, num_returns=1)

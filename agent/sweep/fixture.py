@@ -2,6 +2,7 @@
 framework under $ROCPORT_HOME/fixtures (branch main, tag v0.1), `$ROCPORT_HOME` in a model path is
 expanded, and a model with `fixture: tinyserve` gets a random-weight checkpoint written where it is
 missing. Everything is created once and reused on later nights."""
+
 from __future__ import annotations
 
 import os
@@ -22,7 +23,7 @@ class FixtureError(RuntimeError):
 
 def expand_path(path: str) -> str:
     """`$ROCPORT_HOME/...` and `~/...` in a sweep file, with ROCPORT_HOME's default when unset."""
-    from agent.rundir import rocport_home
+    from agent.loop.rundir import rocport_home
 
     home = str(rocport_home())
     path = path.replace("${ROCPORT_HOME}", home).replace("$ROCPORT_HOME", home)
@@ -31,7 +32,7 @@ def expand_path(path: str) -> str:
 
 def bundled_repo(name: str) -> Path:
     """The bundled fixture framework `name` as a git repo (main + tag v0.1), made once."""
-    from agent.rundir import rocport_home
+    from agent.loop.rundir import rocport_home
     from evals.taskdefs import TaskError, copy_framework
 
     dest = rocport_home() / "fixtures" / f"{name}-repo"
@@ -41,8 +42,12 @@ def bundled_repo(name: str) -> Path:
         copy_framework(name, dest)
     except TaskError as exc:
         raise FixtureError(f"repo: {BUNDLED}{name}: {exc}") from exc
-    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", f"{name} (bundled fixture)"],
-                 ["tag", "v0.1"]):
+    for args in (
+        ["init", "-q", "-b", "main"],
+        ["add", "-A"],
+        ["commit", "-q", "-m", f"{name} (bundled fixture)"],
+        ["tag", "v0.1"],
+    ):
         try:
             gitops.git(dest, *ROCPORT_IDENTITY, *args)
         except gitops.GitError as exc:
@@ -56,16 +61,24 @@ def fixture_checkpoint(path: Path, args: list[str]) -> None:
 
     if (path / "config.json").is_file():
         return
-    proc = subprocess.run([sys.executable, "-m", "tinyserve.make_checkpoint", "--out", str(path), *args],
-                          cwd=FRAMEWORKS_DIR / "tinyserve", capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tinyserve.make_checkpoint", "--out", str(path), *args],
+        cwd=FRAMEWORKS_DIR / "tinyserve",
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         raise FixtureError(f"making the fixture checkpoint {path} failed: {proc.stderr.strip()[-300:]}")
 
 
 def prepare(spec: SweepSpec) -> SweepSpec:
     """The spec with bundled repos made, model paths expanded and fixture checkpoints written."""
-    frameworks = [fw.model_copy(update={"repo": str(bundled_repo(fw.repo[len(BUNDLED):]))})
-                  if fw.repo and fw.repo.startswith(BUNDLED) else fw for fw in spec.frameworks]
+    frameworks = [
+        fw.model_copy(update={"repo": str(bundled_repo(fw.repo[len(BUNDLED) :]))})
+        if fw.repo and fw.repo.startswith(BUNDLED)
+        else fw
+        for fw in spec.frameworks
+    ]
     models = []
     for model in spec.models:
         path = expand_path(model.path)

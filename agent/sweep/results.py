@@ -1,4 +1,5 @@
 """Sweep results in SQLite: append-only, one row per (cell key, night), failures beside it."""
+
 from __future__ import annotations
 
 import json
@@ -80,7 +81,9 @@ class ResultStore:
 
     def has(self, cell_key: str, night: str) -> bool:
         with closing(self._connect()) as db:
-            row = db.execute("SELECT 1 FROM cell_results WHERE cell_key=? AND night=?", (cell_key, night)).fetchone()
+            row = db.execute(
+                "SELECT 1 FROM cell_results WHERE cell_key=? AND night=?", (cell_key, night)
+            ).fetchone()
         return row is not None
 
     def record(self, result: CellResult) -> bool:
@@ -88,35 +91,76 @@ class ResultStore:
         with closing(self._connect()) as db, db:
             cur = db.execute(
                 "INSERT OR IGNORE INTO cell_results VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (result.night, result.cell_key, result.sweep, result.status,
-                 *(int(bool(result.stages.get(s))) for s in STAGES), result.output_tok_s,
-                 json.dumps(result.bench) if result.bench is not None else None, json.dumps(result.patches),
-                 json.dumps(result.provenance), result.reason, result.started, result.finished))
+                (
+                    result.night,
+                    result.cell_key,
+                    result.sweep,
+                    result.status,
+                    *(int(bool(result.stages.get(s))) for s in STAGES),
+                    result.output_tok_s,
+                    json.dumps(result.bench) if result.bench is not None else None,
+                    json.dumps(result.patches),
+                    json.dumps(result.provenance),
+                    result.reason,
+                    result.started,
+                    result.finished,
+                ),
+            )
             if cur.rowcount == 0:
                 return False
-            db.executemany("INSERT INTO cell_failures VALUES (?,?,?,?,?,?)", [
-                (result.night, result.cell_key, f.get("kind", "unknown"), f.get("signature", ""),
-                 f.get("message", ""), f.get("file")) for f in result.failures])
+            db.executemany(
+                "INSERT INTO cell_failures VALUES (?,?,?,?,?,?)",
+                [
+                    (
+                        result.night,
+                        result.cell_key,
+                        f.get("kind", "unknown"),
+                        f.get("signature", ""),
+                        f.get("message", ""),
+                        f.get("file"),
+                    )
+                    for f in result.failures
+                ],
+            )
         return True
 
     def nights(self, sweep: str | None = None) -> list[str]:
-        q = "SELECT DISTINCT night FROM cell_results" + (" WHERE sweep=?" if sweep else "") + " ORDER BY night"
-        with closing(self._connect()) as db:
+        where = " WHERE sweep=?" if sweep else ""  # the sweep itself is a bound parameter
+        q = f"SELECT DISTINCT night FROM cell_results{where} ORDER BY night"  # noqa: S608  # noqa: S608
+        with closing(self._connect()) as db:  # q is built from fixed strings; the sweep is a bound parameter
             return [r[0] for r in db.execute(q, (sweep,) if sweep else ())]
 
     def results(self, sweep: str | None = None) -> list[CellResult]:
         """Every stored result, oldest night first, with its failures."""
-        q = "SELECT * FROM cell_results" + (" WHERE sweep=?" if sweep else "") + " ORDER BY night, cell_key"
+        where = " WHERE sweep=?" if sweep else ""  # the sweep itself is a bound parameter
+        q = f"SELECT * FROM cell_results{where} ORDER BY night, cell_key"  # noqa: S608
         with closing(self._connect()) as db:
             rows = db.execute(q, (sweep,) if sweep else ()).fetchall()
             fails: dict[tuple[str, str], list[dict]] = {}
             for f in db.execute("SELECT * FROM cell_failures"):
                 fails.setdefault((f["cell_key"], f["night"]), []).append(
-                    {"kind": f["kind"], "signature": f["signature"], "message": f["message"], "file": f["file"]})
-        return [CellResult(
-            cell_key=r["cell_key"], night=r["night"], sweep=r["sweep"], status=r["status"],
-            stages={s: bool(r[s]) for s in STAGES}, output_tok_s=r["output_tok_s"],
-            bench=json.loads(r["bench_json"]) if r["bench_json"] else None,
-            patches=json.loads(r["patches_json"] or "[]"), failures=fails.get((r["cell_key"], r["night"]), []),
-            provenance=json.loads(r["provenance_json"]), reason=r["reason"] or "",
-            started=r["started"] or 0.0, finished=r["finished"] or 0.0) for r in rows]
+                    {
+                        "kind": f["kind"],
+                        "signature": f["signature"],
+                        "message": f["message"],
+                        "file": f["file"],
+                    }
+                )
+        return [
+            CellResult(
+                cell_key=r["cell_key"],
+                night=r["night"],
+                sweep=r["sweep"],
+                status=r["status"],
+                stages={s: bool(r[s]) for s in STAGES},
+                output_tok_s=r["output_tok_s"],
+                bench=json.loads(r["bench_json"]) if r["bench_json"] else None,
+                patches=json.loads(r["patches_json"] or "[]"),
+                failures=fails.get((r["cell_key"], r["night"]), []),
+                provenance=json.loads(r["provenance_json"]),
+                reason=r["reason"] or "",
+                started=r["started"] or 0.0,
+                finished=r["finished"] or 0.0,
+            )
+            for r in rows
+        ]

@@ -1,9 +1,12 @@
 """The sweep matrix a user writes: frameworks@refs x models x targets x workloads, plus options."""
+
 from __future__ import annotations
 
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from tools.workload_spec import WorkloadSpec
 
 
 class _Strict(BaseModel):
@@ -49,16 +52,10 @@ class TargetAxis(_Strict):
         return self.name or self.arch
 
 
-class WorkloadAxis(_Strict):
-    """A benchmark workload: a preset of tools.bench or explicit lengths."""
+class WorkloadAxis(WorkloadSpec):
+    """A named benchmark workload of the matrix (tools.bench.spec declares the rest of its keys)."""
 
     name: str
-    preset: str | None = None
-    isl: int = Field(64, ge=1)
-    osl: int = Field(16, ge=1)
-    num_prompts: int = Field(16, ge=1)
-    max_concurrency: int = Field(4, ge=1)
-    cache_hit_rate: float | None = Field(None, ge=0, le=1)
 
 
 class CellOptions(_Strict):

@@ -1,5 +1,6 @@
 """Candidates of a serving space: a parallel split of the node plus one value per switch, and the
 launch command and environment that start each one."""
+
 from __future__ import annotations
 
 import shlex
@@ -64,8 +65,10 @@ def start(space: TuneSpace, gpus: int) -> Candidate:
     """Where the search begins: the first split and every switch's first (default) value."""
     options = splits(space, gpus)
     if not options:
-        raise ValueError(f"no TP size in the profile's tune.parallel.tp {space.parallel.tp} divides {gpus} GPUs; "
-                         "pass --gpus with a multiple of one of them")
+        raise ValueError(
+            f"no TP size in the profile's tune.parallel.tp {space.parallel.tp} divides {gpus} GPUs; "
+            "pass --gpus with a multiple of one of them"
+        )
     return Candidate(options[0], tuple((s.name, s.values[0]) for s in space.switches))
 
 

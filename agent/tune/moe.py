@@ -1,13 +1,14 @@
 """Run the framework's own fused-MoE tuning script for the model's expert shapes and keep the
 per-shape config JSON it writes as one commit on the run's work branch, with the evidence (the
 script's own timings) in the commit message and its full output in the run's logs."""
+
 from __future__ import annotations
 
 import shutil
 import tempfile
 from pathlib import Path
 
-from agent.fix import FixError, git
+from agent.patch.fix import FixError, git
 from agent.tune.spec import MoeTuning
 
 EVIDENCE_LINES = 12
@@ -27,11 +28,13 @@ def git_quiet(repo: Path, *args: str) -> str:
 
 def commit_message(spec: MoeTuning, command: str, files: list[str], evidence: list[str]) -> str:
     """Subject: what was tuned. Body: why, how to reproduce, and the script's numbers."""
-    return (f"Add tuned MoE kernel configs for this model's expert shapes ({len(files)} file(s))\n\n"
-            "The fused-MoE kernel falls back to generic tile sizes for shapes without a config; these\n"
-            "were measured on the target by the framework's own tuning script.\n\n"
-            f"Command: {command}\n" + (f"Docs: {spec.doc}\n" if spec.doc else "") + "\n"
-            "Evidence (tuning script output):\n" + "\n".join(f"  {line}" for line in evidence) + "\n")
+    return (
+        f"Add tuned MoE kernel configs for this model's expert shapes ({len(files)} file(s))\n\n"
+        "The fused-MoE kernel falls back to generic tile sizes for shapes without a config; these\n"
+        "were measured on the target by the framework's own tuning script.\n\n"
+        f"Command: {command}\n" + (f"Docs: {spec.doc}\n" if spec.doc else "") + "\n"
+        "Evidence (tuning script output):\n" + "\n".join(f"  {line}" for line in evidence) + "\n"
+    )
 
 
 def _config_dir(sandbox, spec: MoeTuning) -> str | None:
@@ -57,8 +60,11 @@ def tune_moe_configs(sandbox, rundir, spec: MoeTuning, *, model_path: str, tp: i
         record["evidence"] = [ln.strip() for ln in output.splitlines() if ln.strip()][-EVIDENCE_LINES:]
         written = sorted(scratch.glob(spec.output_glob))
         if result.returncode != 0 or not written:
-            record["reason"] = (f"the tuning script exited {result.returncode}" if result.returncode
-                                else f"the tuning script wrote no {spec.output_glob} into {scratch}")
+            record["reason"] = (
+                f"the tuning script exited {result.returncode}"
+                if result.returncode
+                else f"the tuning script wrote no {spec.output_glob} into {scratch}"
+            )
             return record
         config_dir = _config_dir(sandbox, spec)
         if config_dir is None:
@@ -73,8 +79,16 @@ def tune_moe_configs(sandbox, rundir, spec: MoeTuning, *, model_path: str, tp: i
             record["reason"] = "the configs are already committed with the same content"
             return record
         git(repo, "add", "--", *record["files"])
-        git(repo, *_ident(repo), "commit", "-q", "-m",
-            commit_message(spec, command, record["files"], record["evidence"]), "--", *record["files"])
+        git(
+            repo,
+            *_ident(repo),
+            "commit",
+            "-q",
+            "-m",
+            commit_message(spec, command, record["files"], record["evidence"]),
+            "--",
+            *record["files"],
+        )
         record["commit"] = git(repo, "rev-parse", "HEAD")
         return record
     finally:

@@ -1,5 +1,6 @@
 """The Pareto plot as a standalone SVG: output tok/s per node against median TTFT, one dot per
 measured candidate, the Pareto front joined, the chosen one circled."""
+
 from __future__ import annotations
 
 from html import escape
@@ -18,19 +19,27 @@ def _scale(lo: float, hi: float, a: float, b: float):
 def pareto_svg(trials: list[Trial], front: list[Trial], chosen: str | None) -> str:
     """SVG text; an empty chart says so when nothing was measured."""
     points = [t for t in trials if t.measured and t.output_tok_s and t.ttft_ms is not None]
-    out = [(f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" '
-            f'font-size="11"><rect width="{W}" height="{H}" fill="white"/>')]
+    out = [
+        (
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" '
+            f'font-size="11"><rect width="{W}" height="{H}" fill="white"/>'
+        )
+    ]
     if not points:
         out.append(f'<text x="{W / 2}" y="{H / 2}" text-anchor="middle">no measured candidate</text></svg>')
         return "".join(out)
     xs, ys = [t.ttft_ms for t in points], [t.output_tok_s for t in points]
     sx = _scale(0, max(xs) * 1.1, PAD, W - 20)
     sy = _scale(0, max(ys) * 1.1, H - PAD, 20)
-    out += [f'<line x1="{PAD}" y1="{H - PAD}" x2="{W - 20}" y2="{H - PAD}" stroke="black"/>',
-            f'<line x1="{PAD}" y1="20" x2="{PAD}" y2="{H - PAD}" stroke="black"/>',
-            f'<text x="{(W + PAD) / 2}" y="{H - 16}" text-anchor="middle">median TTFT (ms)</text>',
-            (f'<text x="14" y="{H / 2}" transform="rotate(-90 14 {H / 2})" text-anchor="middle">'
-             f'output tok/s per node</text>')]
+    out += [
+        f'<line x1="{PAD}" y1="{H - PAD}" x2="{W - 20}" y2="{H - PAD}" stroke="black"/>',
+        f'<line x1="{PAD}" y1="20" x2="{PAD}" y2="{H - PAD}" stroke="black"/>',
+        f'<text x="{(W + PAD) / 2}" y="{H - 16}" text-anchor="middle">median TTFT (ms)</text>',
+        (
+            f'<text x="14" y="{H / 2}" transform="rotate(-90 14 {H / 2})" text-anchor="middle">'
+            f"output tok/s per node</text>"
+        ),
+    ]
     for frac in (0, 0.5, 1.0):
         xv, yv = max(xs) * 1.1 * frac, max(ys) * 1.1 * frac
         out.append(f'<text x="{sx(xv):.0f}" y="{H - PAD + 14}" text-anchor="middle">{xv:.0f}</text>')
@@ -43,7 +52,9 @@ def pareto_svg(trials: list[Trial], front: list[Trial], chosen: str | None) -> s
     for t in points:
         x, y = sx(t.ttft_ms), sy(t.output_tok_s)
         fill = "#c0392b" if t.key in front_keys else "#7f8c8d"
-        out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{fill}"><title>{escape(t.key)}</title></circle>')
+        out.append(
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{fill}"><title>{escape(t.key)}</title></circle>'
+        )
         if t.key == chosen:
             out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="9" fill="none" stroke="black"/>')
             out.append(f'<text x="{x + 12:.1f}" y="{y - 8:.1f}">chosen: {escape(t.key)}</text>')

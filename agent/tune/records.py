@@ -1,4 +1,5 @@
 """What one candidate's launch measured, and what a whole search did."""
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -63,9 +64,15 @@ class Search:
         return next((t for t in self.trials if t.key == self.best), None)
 
     def to_dict(self) -> dict:
-        return {"strategy": self.strategy, "trials": [t.to_dict() for t in self.trials], "best": self.best,
-                "grid_size": self.grid_size, "launches": self.launches, "wall_s": self.wall_s,
-                "stopped_by_budget": self.stopped_by_budget}
+        return {
+            "strategy": self.strategy,
+            "trials": [t.to_dict() for t in self.trials],
+            "best": self.best,
+            "grid_size": self.grid_size,
+            "launches": self.launches,
+            "wall_s": self.wall_s,
+            "stopped_by_budget": self.stopped_by_budget,
+        }
 
 
 def rank(trial: Trial) -> tuple:

@@ -1,5 +1,6 @@
 """The outcome of `rocport tune`: the searches, the chosen configuration, its rerun, the Pareto
 front, tokens/s per node and per GPU, and $ per million output tokens (with reference rows)."""
+
 from __future__ import annotations
 
 import json
@@ -41,10 +42,14 @@ def parse_reference(text: str) -> Reference:
         gpus = int(parts[3]) if len(parts) > 3 else 8
         ref = Reference(parts[0], float(parts[1]), price, gpus)
     except ValueError:
-        raise ReferenceError(f"--reference {text!r}: use NAME:TOKENS_PER_S_PER_NODE[:PRICE_PER_GPU_HOUR[:GPUS]], "
-                             "e.g. B200:3192:6.5") from None
+        raise ReferenceError(
+            f"--reference {text!r}: use NAME:TOKENS_PER_S_PER_NODE[:PRICE_PER_GPU_HOUR[:GPUS]], "
+            "e.g. B200:3192:6.5"
+        ) from None
     if ref.tok_s_per_node <= 0 or ref.gpus < 1 or (price is not None and price < 0):
-        raise ReferenceError(f"--reference {text!r}: tokens/s and GPUs must be positive, the price not negative")
+        raise ReferenceError(
+            f"--reference {text!r}: tokens/s and GPUs must be positive, the price not negative"
+        )
     return ref
 
 
@@ -60,10 +65,16 @@ def pareto(trials: list[Trial]) -> list[Trial]:
     pool = [t for t in trials if t.measured and t.valid and t.output_tok_s]
 
     def dominates(a: Trial, b: Trial) -> bool:
-        ge = (a.output_tok_s >= b.output_tok_s and (a.ttft_ms or 0) <= (b.ttft_ms or 0)
-              and (a.tpot_ms or 0) <= (b.tpot_ms or 0))
-        gt = (a.output_tok_s > b.output_tok_s or (a.ttft_ms or 0) < (b.ttft_ms or 0)
-              or (a.tpot_ms or 0) < (b.tpot_ms or 0))
+        ge = (
+            a.output_tok_s >= b.output_tok_s
+            and (a.ttft_ms or 0) <= (b.ttft_ms or 0)
+            and (a.tpot_ms or 0) <= (b.tpot_ms or 0)
+        )
+        gt = (
+            a.output_tok_s > b.output_tok_s
+            or (a.ttft_ms or 0) < (b.ttft_ms or 0)
+            or (a.tpot_ms or 0) < (b.tpot_ms or 0)
+        )
         return ge and gt
 
     return [t for t in pool if not any(dominates(o, t) for o in pool if o is not t)]
@@ -124,7 +135,9 @@ def _search_from(data: dict | None) -> Search | None:
     if not data:
         return None
     trials = [Trial(**t) for t in data["trials"]]
-    return Search(data["strategy"], trials, data["best"], data["grid_size"], data["wall_s"], data["stopped_by_budget"])
+    return Search(
+        data["strategy"], trials, data["best"], data["grid_size"], data["wall_s"], data["stopped_by_budget"]
+    )
 
 
 def load_outcome(path: Path) -> TuneOutcome | None:

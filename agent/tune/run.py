@@ -1,5 +1,6 @@
 """`rocport tune RUN_ID`: tune MoE kernel configs, search the serving space, rerun the winner,
 write runs/<id>/tune/ (tune.json, tune.md, tune.svg and every benchmark's raw JSON)."""
+
 from __future__ import annotations
 
 import json
@@ -8,18 +9,18 @@ from dataclasses import replace
 from pathlib import Path
 
 from agent.config import JobError, PortJob, load_job
-from agent.nodes.env import RunEnv
-from agent.observer import Observer
+from agent.loop.nodes.env import RunEnv
+from agent.loop.observer import Observer
+from agent.loop.rundir import RunDir
+from agent.loop.store import RunStore
 from agent.profiles import Profile, ProfileError, load_profile
-from agent.rundir import RunDir
-from agent.store import RunStore
 from agent.tune import candidates, search, trial
 from agent.tune.plot import plot
 from agent.tune.render import markdown
 from agent.tune.results import TUNE_DIR, TuneOutcome, parse_reference
 from agent.tune.snippets import job_snippet, profile_snippet
 from agent.tune.spec import TuneJob, TuneSpace
-from tools.bench import Workload, WorkloadError, preset
+from tools.bench import Workload, WorkloadError
 
 
 class TuneError(ValueError):
@@ -40,14 +41,18 @@ def load_run(run_id: str, home: Path | None = None) -> tuple[RunDir, PortJob, Pr
     except (JobError, ProfileError) as exc:
         raise TuneError(str(exc)) from None
     if profile.tune is None:
-        raise TuneError(f"profile {profile.name!r} declares no tune: section (the serving space to search); "
-                        "add one (see agent/profiles/tinyserve.yaml)")
+        raise TuneError(
+            f"profile {profile.name!r} declares no tune: section (the serving space to search); "
+            "add one (see agent/profiles/tinyserve.yaml)"
+        )
     if not job.model.path:
         raise TuneError(f"run {run_id} has no model.path: tuning needs a model to serve")
     row = RunStore(home).get(run_id)
     if row is not None and row.status != "green":
-        raise TuneError(f"run {run_id} is {row.status}, not green: finish the port first "
-                        f"(`rocport port --resume {run_id}`)")
+        raise TuneError(
+            f"run {run_id} is {row.status}, not green: finish the port first "
+            f"(`rocport port --resume {run_id}`)"
+        )
     return rundir, job, profile, profile.tune
 
 
@@ -56,14 +61,20 @@ def scaled_workload(job: PortJob, tune: TuneJob) -> Workload:
     spec = job.bench
     name = tune.preset or spec.preset
     try:
-        base = preset(name) if name else Workload(isl=spec.isl, osl=spec.osl,
-                                                               prefix_hit=spec.cache_hit_rate or 0.0)
+        base = spec.model_copy(update={"preset": name}).workload(
+            vocab_size=Workload.vocab_size
+        )  # clamped below
         scale = tune.workload_scale
         vocab = _vocab_size(job.model.path) or base.vocab_size
-        return replace(base, isl=max(2, round(base.isl * scale)), osl=max(1, round(base.osl * scale)),
-                       num_prompts=tune.num_prompts or spec.num_prompts, vocab_size=min(vocab, base.vocab_size),
-                       prefix_groups=tune.prefix_groups or base.prefix_groups,
-                       seed=1234).validate()
+        return replace(
+            base,
+            isl=max(2, round(base.isl * scale)),
+            osl=max(1, round(base.osl * scale)),
+            num_prompts=tune.num_prompts or spec.num_prompts,
+            vocab_size=min(vocab, base.vocab_size),
+            prefix_groups=tune.prefix_groups or base.prefix_groups,
+            seed=1234,
+        ).validate()
     except WorkloadError as exc:
         raise TuneError(f"tune workload: {exc}") from None
 
@@ -73,14 +84,22 @@ def _vocab_size(model_path: str) -> int | None:
     return json.loads(config.read_text()).get("vocab_size") if config.is_file() else None
 
 
-def tune_run(run_id: str, tune: TuneJob, *, exhaustive: bool = False, home: Path | None = None,
-             on_trial: Callable[[str, object], None] | None = None) -> TuneOutcome:
+def tune_run(
+    run_id: str,
+    tune: TuneJob,
+    *,
+    exhaustive: bool = False,
+    home: Path | None = None,
+    on_trial: Callable[[str, object], None] | None = None,
+) -> TuneOutcome:
     """The whole tune of one run; `on_trial(strategy, trial)` sees each trial as it finishes."""
     rundir, job, profile, space = load_run(run_id, home)
     refs = [parse_reference(r) for r in tune.reference]
     gpus = tune.gpus or space.gpus
     if not candidates.splits(space, gpus):
-        raise TuneError(f"no TP size in {profile.name}'s tune.parallel.tp {space.parallel.tp} divides {gpus} GPUs")
+        raise TuneError(
+            f"no TP size in {profile.name}'s tune.parallel.tp {space.parallel.tp} divides {gpus} GPUs"
+        )
     env = RunEnv(job=job, profile=profile, rundir=rundir, observer=Observer(rundir), proposers=[])
     if profile.serve_needs_gpu and not env.gpu:
         raise TuneError(f"{profile.name} serves only on a GPU and this machine has none (/dev/kfd)")
@@ -92,22 +111,36 @@ def tune_run(run_id: str, tune: TuneJob, *, exhaustive: bool = False, home: Path
             first = candidates.start(space, gpus).split
             moe = _moe(env, space, job.model.path, first.tp, first.ep)
         ctx = _context(env, space, job, tune, out_dir)
+
         def report(strategy: str) -> Callable:
             return lambda t: on_trial(strategy, t) if on_trial else None
 
-        found = search.coordinate_search(space, gpus, _reporting(ctx, report("coordinate")), tune.wall_budget_s)
-        grid = (search.exhaustive_search(space, gpus, _reporting(ctx, report("exhaustive"), probe=False))
-                if exhaustive or tune.exhaustive else None)
+        found = search.coordinate_search(
+            space, gpus, _reporting(ctx, report("coordinate")), tune.wall_budget_s
+        )
+        grid = (
+            search.exhaustive_search(space, gpus, _reporting(ctx, report("exhaustive"), probe=False))
+            if exhaustive or tune.exhaustive
+            else None
+        )
         best = found.best_trial()
         verify = _verify(ctx, space, gpus, best, report("rerun")) if tune.verify and best else None
     finally:
         env.close()
-    outcome = TuneOutcome(run_id=run_id, framework=profile.name, gpus=gpus,
-                          workload={**ctx.workload.to_dict(), "max_concurrency": ctx.max_concurrency,
-                                    "repeats": ctx.repeats},
-                          search=found, exhaustive=grid, verify=verify, moe=moe,
-                          price_per_gpu_hour=tune.price_per_gpu_hour, references=refs,
-                          slo_ttft_ms=tune.slo_ttft_ms, slo_tpot_ms=tune.slo_tpot_ms)
+    outcome = TuneOutcome(
+        run_id=run_id,
+        framework=profile.name,
+        gpus=gpus,
+        workload={**ctx.workload.to_dict(), "max_concurrency": ctx.max_concurrency, "repeats": ctx.repeats},
+        search=found,
+        exhaustive=grid,
+        verify=verify,
+        moe=moe,
+        price_per_gpu_hour=tune.price_per_gpu_hour,
+        references=refs,
+        slo_ttft_ms=tune.slo_ttft_ms,
+        slo_tpot_ms=tune.slo_tpot_ms,
+    )
     if best:
         cand = _candidate_of(space, gpus, best.key)
         cmd, cand_env = trial.candidate_command(ctx, cand)
@@ -136,12 +169,22 @@ def _moe(env: RunEnv, space: TuneSpace, model_path: str, tp: int, ep: int) -> di
 def _context(env: RunEnv, space: TuneSpace, job: PortJob, tune: TuneJob, out_dir: Path) -> trial.TrialContext:
     workload = scaled_workload(job, tune)
     concurrency = tune.max_concurrency or job.bench.max_concurrency
-    return trial.TrialContext(sandbox=env.sandbox(), launch=env.profile.launch, space=space,
-                              base_env=env.profile_env(), model_path=job.model.path, model_name=job.model.name or "",
-                              workload=workload, max_concurrency=concurrency,
-                              probe_prompts=tune.probe_prompts or concurrency, slack=tune.early_stop_slack,
-                              repeats=tune.repeats,
-                              out_dir=out_dir, slo_ttft_ms=tune.slo_ttft_ms, slo_tpot_ms=tune.slo_tpot_ms)
+    return trial.TrialContext(
+        sandbox=env.sandbox(),
+        launch=env.profile.launch,
+        space=space,
+        base_env=env.profile_env(),
+        model_path=job.model.path,
+        model_name=job.model.name or "",
+        workload=workload,
+        max_concurrency=concurrency,
+        probe_prompts=tune.probe_prompts or concurrency,
+        slack=tune.early_stop_slack,
+        repeats=tune.repeats,
+        out_dir=out_dir,
+        slo_ttft_ms=tune.slo_ttft_ms,
+        slo_tpot_ms=tune.slo_tpot_ms,
+    )
 
 
 def _reporting(ctx: trial.TrialContext, report: Callable, probe: bool = True) -> search.Evaluate:
@@ -149,6 +192,7 @@ def _reporting(ctx: trial.TrialContext, report: Callable, probe: bool = True) ->
         result = trial.evaluate(ctx, cand, incumbent, probe)
         report(result)
         return result
+
     return evaluate
 
 

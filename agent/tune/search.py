@@ -6,6 +6,7 @@ dimension with the others held at the best so far, keep the winner, go on to the
 (the parallel split first, since it moves throughput most). It launches 1 + sum(values - 1)
 candidates instead of the product, and assumes dimensions interact weakly; `exhaustive` checks that.
 """
+
 from __future__ import annotations
 
 import time

@@ -1,6 +1,7 @@
 """The tune results where users read them: the run report (markdown and HTML), the PR description,
 the sweep dashboard, and the port continuing into a tune when its job asks for one. Each function
 reads runs/<id>/tune/tune.json and returns nothing when the run was never tuned."""
+
 from __future__ import annotations
 
 import html
@@ -27,8 +28,10 @@ def report_html(run_dir: Path) -> str:
     if not outcome:
         return ""
     svg = plot(outcome)
-    return (f'<h2>Serving configuration</h2><pre id="tune">{html.escape(markdown(outcome, None, "###"))}</pre>'
-            f'<div id="tune-plot">{svg}</div>')
+    return (
+        f'<h2>Serving configuration</h2><pre id="tune">{html.escape(markdown(outcome, None, "###"))}</pre>'
+        f'<div id="tune-plot">{svg}</div>'
+    )
 
 
 def pr_markdown(run_dir: Path) -> list[str]:
@@ -43,15 +46,21 @@ def summary(run_dir: Path) -> dict | None:
     best = outcome.best if outcome else None
     if not best:
         return None
-    return {"best": best.key, "output_tok_s_per_node": best.output_tok_s, "gpus": best.gpus,
-            "output_tok_s_per_gpu": round(best.output_tok_s / best.gpus, 2), "usd_per_mtok": outcome.usd_per_mtok(best),
-            "launches": outcome.search.launches, "candidates": outcome.search.grid_size,
-            "command": outcome.chosen_command}
+    return {
+        "best": best.key,
+        "output_tok_s_per_node": best.output_tok_s,
+        "gpus": best.gpus,
+        "output_tok_s_per_gpu": round(best.output_tok_s / best.gpus, 2),
+        "usd_per_mtok": outcome.usd_per_mtok(best),
+        "launches": outcome.search.launches,
+        "candidates": outcome.search.grid_size,
+        "command": outcome.chosen_command,
+    }
 
 
 def with_tune(bench: dict | None, run_id: str | None) -> dict | None:
     """A sweep cell's bench JSON with the run's tune summary under "tune" (unchanged when untuned)."""
-    from agent.rundir import RunDir
+    from agent.loop.rundir import RunDir
 
     if not bench or not run_id:
         return bench
@@ -69,20 +78,31 @@ def sweep_markdown(results) -> list[str]:
     rows = _tuned(results)
     if not rows:
         return []
-    lines = ["", "## Serving configuration (rocport tune)", "",
-             "| cell | chosen | output tok/s per node | per GPU | $/Mtok | launches |", "|---|---|---|---|---|---|"]
+    lines = [
+        "",
+        "## Serving configuration (rocport tune)",
+        "",
+        "| cell | chosen | output tok/s per node | per GPU | $/Mtok | launches |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in rows:
         t = r.bench["tune"]
         usd = f"${t['usd_per_mtok']:.3f}" if t.get("usd_per_mtok") is not None else "–"
-        lines.append(f"| `{r.cell_key}` | `{t['best']}` | {t['output_tok_s_per_node']:,.0f} | "
-                     f"{t['output_tok_s_per_gpu']:,.1f} | {usd} | {t['launches']} of {t['candidates']} |")
+        lines.append(
+            f"| `{r.cell_key}` | `{t['best']}` | {t['output_tok_s_per_node']:,.0f} | "
+            f"{t['output_tok_s_per_gpu']:,.1f} | {usd} | {t['launches']} of {t['candidates']} |"
+        )
     return lines
 
 
 def sweep_html(results) -> str:
     """The dashboard's tune table (empty when no cell of the latest night was tuned)."""
     lines = sweep_markdown(results)
-    return f'<h2>Serving configuration</h2><pre id="tune">{html.escape(chr(10).join(lines[3:]))}</pre>' if lines else ""
+    return (
+        f'<h2>Serving configuration</h2><pre id="tune">{html.escape(chr(10).join(lines[3:]))}</pre>'
+        if lines
+        else ""
+    )
 
 
 def continue_into_tune(job, run_id: str, status: str, observer) -> None:
@@ -102,13 +122,18 @@ def continue_into_tune(job, run_id: str, status: str, observer) -> None:
         observer.emit("note", message=f"tune not run: {exc}")
         return
     best = outcome.best
-    observer.emit("tune", best=best.key if best else None, launches=outcome.search.launches,
-                  candidates=outcome.search.grid_size, output_tok_s=best.output_tok_s if best else None)
+    observer.emit(
+        "tune",
+        best=best.key if best else None,
+        launches=outcome.search.launches,
+        candidates=outcome.search.grid_size,
+        output_tok_s=best.output_tok_s if best else None,
+    )
     _rerender_report(run_id)
 
 
 def _rerender_report(run_id: str) -> None:
-    from agent.rundir import RunDir
+    from agent.loop.rundir import RunDir
     from tools.report import RunView, render_markdown
     from tools.report_html import render_html
 

@@ -1,4 +1,5 @@
 """The chosen configuration as YAML a user pastes: a job snippet and the profile's env."""
+
 from __future__ import annotations
 
 import yaml

@@ -1,5 +1,6 @@
 """What can be tuned: the profile's `tune:` section (the framework's serving space) and the job's
 `tune:` section (this search's limits, workload scale, prices). Both are user-written YAML."""
+
 from __future__ import annotations
 
 from typing import Literal

@@ -3,6 +3,7 @@
 Downloads each task's sdist from PyPI into ~/.cache/rocport-evals (once), lays every kernel out as a
 small git repo there, fixes it, and prints one row per kernel plus the totals; `--json PATH` writes them.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -11,7 +12,7 @@ import sys
 from pathlib import Path
 
 from evals.real_kernels.score import score
-from evals.real_kernels.sources import CACHE, fetch_sdist, load_tasks, materialize, unit_of
+from evals.real_kernels.sources import CACHE, OWN, fetch_sdist, load_tasks, materialize, unit_of
 
 COLUMNS = ("hip_before", "hip_after", "nvcc_after", "cuda_identical", "idempotent", "formatted")
 
@@ -31,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     logs.mkdir(parents=True, exist_ok=True)
     rows = []
     for split, task in tasks:
-        sdist = fetch_sdist(task.package, task.version)
+        sdist = None if task.package == OWN else fetch_sdist(task.package, task.version)
         repo = materialize(task, sdist, work / "repos" / task.name)
         s = score(task.name, repo, unit_of(task), args.image, args.arch, logs)
         rows.append({"split": split, **s.to_dict()})

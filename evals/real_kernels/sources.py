@@ -4,14 +4,16 @@ Nothing third-party is committed: a task file names the package, version and pat
 downloaded from PyPI at eval time into ~/.cache/rocport-evals (or $ROCPORT_EVALS_CACHE) and the task repo
 is built there from it, with the kernel, the headers it includes (transitively) and the project's
 .clang-format. A task may add a small instantiating unit of our own (`unit:`) that includes the kernel.
+A task whose package is `own` is a kernel we wrote ourselves (its `unit` is all of it; nothing is
+downloaded): it says so in its name and notes, and which public kernel's idiom it reproduces.
 """
+
 from __future__ import annotations
 
 import json
 import os
 import re
 import shutil
-import subprocess
 import tarfile
 import urllib.request
 from pathlib import Path
@@ -20,12 +22,13 @@ from urllib.parse import urljoin
 import yaml
 from pydantic import BaseModel, ConfigDict
 
+from tools import git as gitops
+
 TASKS_DIR = Path(__file__).resolve().parent
 CACHE = Path(os.environ.get("ROCPORT_EVALS_CACHE", Path.home() / ".cache" / "rocport-evals"))
 _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.MULTILINE)
-_GIT_ENV = {"GIT_AUTHOR_NAME": "rocport-evals", "GIT_AUTHOR_EMAIL": "evals@rocport.invalid",
-            "GIT_COMMITTER_NAME": "rocport-evals", "GIT_COMMITTER_EMAIL": "evals@rocport.invalid"}
 UNIT = "rocport_eval_unit.cu"
+OWN = "own"
 
 
 class KernelTask(BaseModel):
@@ -34,7 +37,7 @@ class KernelTask(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
     package: str
-    """The PyPI package whose sdist holds the kernel (vllm, flashinfer-python)."""
+    """The PyPI package whose sdist holds the kernel (vllm, flashinfer-python), or `own` (ours, in `unit`)."""
     version: str
     path: str
     """The kernel's path inside the sdist (e.g. csrc/quantization/gptq/matrix_view.cuh)."""
@@ -66,7 +69,10 @@ def fetch_sdist(package: str, version: str, cache: Path = CACHE) -> Path:
     archive = dest / files[0]["filename"]
     if not archive.exists():
         part = archive.with_suffix(".part")
-        with urllib.request.urlopen(urljoin(index, files[0]["url"]), timeout=900) as resp, open(part, "wb") as out:
+        with (
+            urllib.request.urlopen(urljoin(index, files[0]["url"]), timeout=900) as resp,  # noqa: S310 (PyPI's)
+            open(part, "wb") as out,
+        ):
             shutil.copyfileobj(resp, out)
         part.rename(archive)
     top = dest / archive.name.removesuffix(".tar.gz")
@@ -95,15 +101,16 @@ def _closure(src: Path, start: str) -> set[str]:
     return seen
 
 
-def _git(repo: Path, *args: str) -> str:
-    env = {**os.environ, **_GIT_ENV}
-    return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True).stdout
-
-
-def materialize(task: KernelTask, sdist: Path, dest: Path) -> Path:
-    """A fresh git repo at `dest`: the kernel's include closure, .clang-format, and the task's unit."""
+def materialize(task: KernelTask, sdist: Path | None, dest: Path) -> Path:
+    """A fresh git repo at `dest`: the kernel's include closure, .clang-format, and the task's unit
+    (only the unit for an `own` task, which has no sdist)."""
     if dest.exists():
         shutil.rmtree(dest)
+    if sdist is None:
+        dest.mkdir(parents=True)
+        (dest / UNIT).write_text(task.unit or "")
+        gitops.snapshot(dest, f"rocport's own eval kernel {task.name}")
+        return dest
     src = sdist / task.include_root
     kernel = os.path.relpath(sdist / task.path, src)
     wanted = _closure(src, kernel)
@@ -117,14 +124,12 @@ def materialize(task: KernelTask, sdist: Path, dest: Path) -> Path:
         shutil.copy2(sdist / ".clang-format", dest / ".clang-format")
     if task.unit:
         (dest / UNIT).write_text(task.unit)
-    _git(dest, "init", "-q", "-b", "main")
-    _git(dest, "add", "-A")
-    _git(dest, "commit", "-q", "-m", f"{task.package} {task.version}: {task.path}")
+    gitops.snapshot(dest, f"{task.package} {task.version}: {task.path}")
     return dest
 
 
 def unit_of(task: KernelTask) -> str:
     """The translation unit compiled for the task (our unit, else the kernel itself)."""
-    if task.unit:
+    if task.unit or task.package == OWN:
         return UNIT
     return os.path.relpath(task.path, task.include_root)

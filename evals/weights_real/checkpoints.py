@@ -2,10 +2,12 @@
 
 Names and shapes follow each model's published config.json and its Hugging Face checkpoint layout
 (GLM-4.5: `model.layers.<N>.*` for the MTP head at N = num_hidden_layers, with enorm/hnorm/eh_proj/
-shared_head; Qwen3-MoE: no shared experts, no MTP). Shards hold real safetensors headers and a sparse
-data region of the declared size (no bytes written), so a 92-layer, 160-expert checkpoint takes a few
+shared_head; DeepSeek-V3: the same MTP layout, MLA attention (q_a/q_b/kv_a_proj_with_mqa/kv_b), block-FP8
+weights with `weight_scale_inv`; Qwen3-MoE: no shared experts, no MTP). Shards hold real safetensors headers
+and a sparse data region of the declared size (no bytes written), so a 92-layer, 160-expert checkpoint takes a few
 megabytes of disk.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,7 +17,25 @@ from pathlib import Path
 _BYTES = {"BF16": 2, "F32": 4, "F8_E4M3": 1, "U8": 1}
 
 
+def _mla(p: str, c: dict, t: dict) -> None:
+    """DeepSeek-V2/V3 multi-head latent attention: low-rank q and compressed kv with a rope part."""
+    h, heads, rope = c["hidden_size"], c["num_attention_heads"], c["qk_rope_head_dim"]
+    q_rank, kv_rank, nope, v = c["q_lora_rank"], c["kv_lora_rank"], c["qk_nope_head_dim"], c["v_head_dim"]
+    t[f"{p}.self_attn.q_a_proj.weight"] = ("BF16", [q_rank, h])
+    t[f"{p}.self_attn.q_a_layernorm.weight"] = ("BF16", [q_rank])
+    t[f"{p}.self_attn.q_b_proj.weight"] = ("BF16", [heads * (nope + rope), q_rank])
+    t[f"{p}.self_attn.kv_a_proj_with_mqa.weight"] = ("BF16", [kv_rank + rope, h])
+    t[f"{p}.self_attn.kv_a_layernorm.weight"] = ("BF16", [kv_rank])
+    t[f"{p}.self_attn.kv_b_proj.weight"] = ("BF16", [heads * (nope + v), kv_rank])
+    t[f"{p}.self_attn.o_proj.weight"] = ("BF16", [h, heads * v])
+    t[f"{p}.input_layernorm.weight"] = ("BF16", [h])
+    t[f"{p}.post_attention_layernorm.weight"] = ("BF16", [h])
+
+
 def _attention(p: str, c: dict, t: dict) -> None:
+    if c.get("kv_lora_rank"):
+        _mla(p, c, t)
+        return
     hd = c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
     h, q, kv = c["hidden_size"], c["num_attention_heads"] * hd, c["num_key_value_heads"] * hd
     for proj, rows in (("q_proj", q), ("k_proj", kv), ("v_proj", kv)):
@@ -44,7 +64,12 @@ def _moe(p: str, c: dict, t: dict, shared_prefix: str | None = None) -> None:
     for e in range(experts):
         _mlp(f"{p}.mlp.experts.{e}", c["moe_intermediate_size"], h, t)
     if c.get("n_shared_experts"):
-        _mlp(shared_prefix or f"{p}.mlp.shared_experts", c["moe_intermediate_size"] * c["n_shared_experts"], h, t)
+        _mlp(
+            shared_prefix or f"{p}.mlp.shared_experts",
+            c["moe_intermediate_size"] * c["n_shared_experts"],
+            h,
+            t,
+        )
 
 
 def build_tensors(config: dict, mtp_shared_prefix: str | None = None) -> dict[str, tuple[str, list[int]]]:
@@ -61,9 +86,14 @@ def build_tensors(config: dict, mtp_shared_prefix: str | None = None) -> dict[st
         else:
             _moe(p, c, t, mtp_shared_prefix.format(layer=i) if mtp_shared_prefix and i >= layers else None)
         if i >= layers:  # the MTP/nextn head, stored as one more decoder layer
-            for n, shape in (("enorm.weight", [h]), ("hnorm.weight", [h]), ("eh_proj.weight", [h, 2 * h]),
-                             ("shared_head.norm.weight", [h]), ("shared_head.head.weight", [vocab, h]),
-                             ("embed_tokens.weight", [vocab, h])):
+            for n, shape in (
+                ("enorm.weight", [h]),
+                ("hnorm.weight", [h]),
+                ("eh_proj.weight", [h, 2 * h]),
+                ("shared_head.norm.weight", [h]),
+                ("shared_head.head.weight", [vocab, h]),
+                ("embed_tokens.weight", [vocab, h]),
+            ):
                 t[f"{p}.{n}"] = ("BF16", shape)
     t["model.norm.weight"] = ("BF16", [h])
     if not c.get("tie_word_embeddings"):
@@ -79,7 +109,8 @@ def quantize_fp8(tensors: dict, keep: list[str], block: int = 128) -> dict:
     for name, (dtype, shape) in tensors.items():
         module = name.rsplit(".", 1)[0]
         # eh_proj of the MTP head is a plain Linear in sglang and vLLM: it stays bf16
-        linear = name.endswith("_proj.weight") and len(shape) == 2 and not name.endswith("eh_proj.weight")
+        leaf = module.rsplit(".", 1)[-1]
+        linear = leaf.endswith(("_proj", "_proj_with_mqa")) and len(shape) == 2 and leaf != "eh_proj"
         if not linear or any(module == k or module.startswith(k + ".") for k in keep):
             out[name] = (dtype, shape)
             continue
@@ -97,7 +128,7 @@ def write_checkpoint(root: Path, config: dict, tensors: dict, shards: int = 8) -
     for s in range(shards):
         fname = f"model-{s + 1:05d}-of-{shards:05d}.safetensors"
         header, offset = {"__metadata__": {"format": "pt"}}, 0
-        for name in names[s * per:(s + 1) * per]:
+        for name in names[s * per : (s + 1) * per]:
             dtype, shape = tensors[name]
             size = _BYTES[dtype]
             for d in shape:

@@ -1,4 +1,5 @@
 """Prove an image builds ROCm code: compile the bundled HIP kernel into a shared library inside it."""
+
 from __future__ import annotations
 
 import shutil
@@ -35,7 +36,8 @@ def image_archs(image: str) -> list[str]:
     """The targets an image's labels record, or rocport's candidates for images without labels."""
     for img in local_build_images():
         if img["tag"] == image and img["archs"]:
-            return img["archs"]
+            archs: list[str] = img["archs"]
+            return archs
     return list(CANDIDATE_ARCHS)
 
 
@@ -46,11 +48,13 @@ def compile_sample(image: str, archs: list[str] | None = None, timeout: float = 
         shutil.copy(SAMPLE, tmp)
         flags = " ".join(f"--offload-arch={a}" for a in archs)
         with DockerSandbox(image, tmp, mem_limit="8g") as sandbox:
-            result = sandbox.run(f"hipcc -DUSE_ROCM {flags} -fPIC -shared {SAMPLE.name} -o {LIBRARY}",
-                                 timeout=timeout)
+            result = sandbox.run(
+                f"hipcc -DUSE_ROCM {flags} -fPIC -shared {SAMPLE.name} -o {LIBRARY}", timeout=timeout
+            )
         library = Path(tmp, LIBRARY)
         data = library.read_bytes() if result.ok and library.exists() else b""
     # Each target's code object is bundled under its triple-and-target id in the fat binary.
     embedded = [a for a in archs if f"amdgcn-amd-amdhsa--{a}".encode() in data]
-    return SampleCompile(image=image, archs=archs, result=result, embedded_archs=embedded,
-                         library_bytes=len(data))
+    return SampleCompile(
+        image=image, archs=archs, result=result, embedded_archs=embedded, library_bytes=len(data)
+    )

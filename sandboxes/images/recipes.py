@@ -1,4 +1,5 @@
 """Recipes for the local ROCm build images: which Debian suite, which packages, which targets to try."""
+
 from __future__ import annotations
 
 import os
@@ -9,8 +10,20 @@ IMAGE_REPO = "rocport/rocm-build"
 
 # Everything a framework build and the fixture server need, on top of the ROCm toolchain.
 BASE_PACKAGES = (
-    "build-essential", "make", "cmake", "ninja-build", "git", "ca-certificates", "procps", "util-linux",
-    "python3", "python3-dev", "python3-numpy", "python3-venv", "python3-pip", "file",
+    "build-essential",
+    "make",
+    "cmake",
+    "ninja-build",
+    "git",
+    "ca-certificates",
+    "procps",
+    "util-linux",
+    "python3",
+    "python3-dev",
+    "python3-numpy",
+    "python3-venv",
+    "python3-pip",
+    "file",
 )
 
 # The offload targets rocport cares about: MI250 (gfx90a), MI300X (gfx942), MI355X (gfx950).
@@ -41,16 +54,32 @@ RECIPES: dict[str, ImageRecipe] = {
     "6.4": ImageRecipe(
         name="6.4",
         suite="sid",
-        rocm_packages=("hipcc", "libamdhip64-dev", "rocm-device-libs-21", "rocminfo", "libhipcub-dev",
-                       "librocprim-dev", "librocthrust-dev", "libhipblaslt-dev"),
+        rocm_packages=(
+            "hipcc",
+            "libamdhip64-dev",
+            "rocm-device-libs-21",
+            "rocminfo",
+            "libhipcub-dev",
+            "librocprim-dev",
+            "librocthrust-dev",
+            "libhipblaslt-dev",
+        ),
         # sid's librccl-dev is still built against HIP 5 (libamdhip64-5) and cannot be installed.
         description="Debian sid: HIP 6.4, hipcc on clang 21 (gfx90a, gfx942, gfx950)",
     ),
     "5.7": ImageRecipe(
         name="5.7",
         suite="trixie",
-        rocm_packages=("hipcc", "libamdhip64-dev", "rocm-device-libs-17", "rocminfo", "libhipcub-dev",
-                       "librocprim-dev", "librocthrust-dev", "librccl-dev"),
+        rocm_packages=(
+            "hipcc",
+            "libamdhip64-dev",
+            "rocm-device-libs-17",
+            "rocminfo",
+            "libhipcub-dev",
+            "librocprim-dev",
+            "librocthrust-dev",
+            "librccl-dev",
+        ),
         description="Debian trixie: HIP 5.7, hipcc on clang 17 (gfx90a, gfx942)",
     ),
 }

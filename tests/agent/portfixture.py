@@ -4,8 +4,10 @@ Faults: `warp_reduce.cu` includes <cuda_runtime.h> (a fatal error that masks the
 `__shfl_xor_sync` (undeclared on HIP); `scale.cu` includes <cuda_bf16.h>. The build compiles every
 unit with hipcc, keep-going, after a short sleep so a test can kill the port mid-build.
 """
+
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 WARP_REDUCE = """\
@@ -58,17 +60,45 @@ launch:
   command: "true"
 """
 
-FILES = {"csrc/warp_reduce.cu": WARP_REDUCE, "csrc/scale.cu": SCALE, "build.sh": BUILD_SH,
-         ".gitignore": "build/\n"}
+FILES = {
+    "csrc/warp_reduce.cu": WARP_REDUCE,
+    "csrc/scale.cu": SCALE,
+    "build.sh": BUILD_SH,
+    ".gitignore": "build/\n",
+}
 HEADER_FAULTS = {k: v for k, v in FILES.items() if k != "csrc/warp_reduce.cu"}
 """Only the header fault: one wave, one rebuild (for the budget and kill -9 tests)."""
 
 
-def make_job(tmp_path: Path, repo: Path, *extra: str) -> list[str]:
-    """The job sources for `load_job`: a YAML file plus overrides."""
+def header_failure(unit: str) -> dict:
+    """The failure hipcc reports for `unit`'s `#include <cuda_runtime.h>`, as a diagnosis dict."""
+    return {
+        "kind": "cuda_header",
+        "message": "'cuda_runtime.h' file not found",
+        "file": unit,
+        "line": 1,
+        "symbol": "cuda_runtime.h",
+        "signature": f"cuda_header:{unit}:cuda_runtime.h",
+        "facts": {"unit": unit},
+    }
+
+
+def make_job(
+    tmp_path: Path, repo: Path, *extra: str, build_sleep: int = 0, build_env: dict[str, str] | None = None
+) -> list[str]:
+    """The job sources for `load_job`: a YAML file plus overrides.
+
+    build_sleep: seconds build.sh sleeps before compiling, so a test can kill a run mid-build.
+    build_env: more variables for the build. Both go through the profile's `env`, the only way a value
+    reaches a sandboxed build: the sandbox passes an allow-list of the caller's environment.
+    """
+    env = {**({"BUILD_SLEEP": str(build_sleep)} if build_sleep else {}), **(build_env or {})}
+    env_block = "env:\n" + "".join(f"  {k}: {json.dumps(v)}\n" for k, v in env.items()) if env else ""
     profile = tmp_path / "tinykernels.yaml"
-    profile.write_text(PROFILE)
+    profile.write_text(PROFILE + env_block)
     job = tmp_path / "job.yaml"
-    job.write_text(f"framework:\n  profile: {profile}\n  repo: {repo}\ntarget:\n  arch: gfx90a\n"
-                   f"sandbox:\n  backend: local\n")
+    job.write_text(
+        f"framework:\n  profile: {profile}\n  repo: {repo}\ntarget:\n  arch: gfx90a\n"
+        f"sandbox:\n  backend: local\n"
+    )
     return [str(job), *extra]

@@ -2,26 +2,41 @@
 
 Each queued item is (status, json_body[, headers]); every request is recorded with its headers.
 """
+
 from __future__ import annotations
 
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 
-def chat_response(content: str | None = None, tool_calls: list[tuple[str, dict]] | None = None,
-                  prompt_tokens: int = 100, completion_tokens: int = 20) -> dict[str, Any]:
+def chat_response(
+    content: str | None = None,
+    tool_calls: list[tuple[str, dict]] | None = None,
+    prompt_tokens: int = 100,
+    completion_tokens: int = 20,
+) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if tool_calls:
-        message["tool_calls"] = [{"id": f"call_{i}", "type": "function",
-                                  "function": {"name": n, "arguments": json.dumps(a)}}
-                                 for i, (n, a) in enumerate(tool_calls)]
-    return {"id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": "scripted",
-            "choices": [{"index": 0, "message": message,
-                         "finish_reason": "tool_calls" if tool_calls else "stop"}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens}}
+        message["tool_calls"] = [
+            {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+            for i, (n, a) in enumerate(tool_calls)
+        ]
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "scripted",
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
 
 
 class ScriptedOpenAIServer:
@@ -36,7 +51,13 @@ class ScriptedOpenAIServer:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                server.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body})
+                server.requests.append(
+                    {
+                        "path": self.path,
+                        "headers": {k.lower(): v for k, v in self.headers.items()},
+                        "body": body,
+                    }
+                )
                 if not server.queue:
                     status, payload, headers = 500, {"error": {"message": "script exhausted"}}, {}
                 else:
@@ -55,7 +76,7 @@ class ScriptedOpenAIServer:
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
-    def __enter__(self) -> "ScriptedOpenAIServer":
+    def __enter__(self) -> Self:
         self.thread.start()
         return self
 

@@ -3,6 +3,7 @@
 Each case is what a user meets: a malformed or misspelled YAML, a missing file, image or run, a closed
 LLM or server port, a binary log, a corrupt checkpoint. The error must say what was wrong and what to do.
 """
+
 from __future__ import annotations
 
 import os
@@ -19,15 +20,24 @@ ROCPORT = [sys.executable, "-m", "agent.cli"]
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def rocport(home: Path, *args: str, cwd: Path | None = None, timeout: int = 300,
-            extra_env: dict | None = None) -> subprocess.CompletedProcess:
+def rocport(
+    home: Path, *args: str, cwd: Path | None = None, timeout: int = 300, extra_env: dict | None = None
+) -> subprocess.CompletedProcess:
     env = {**os.environ, "ROCPORT_HOME": str(home), "COLUMNS": "200"}
     for name in ("OPENAI_BASE_URL", "GITHUB_TOKEN"):
         env.pop(name, None)
     env.update(extra_env or {})
     env["PYTHONPATH"] = str(REPO_ROOT)
-    return subprocess.run([*ROCPORT, *args], capture_output=True, text=True, env=env, cwd=cwd or home.parent,
-                          timeout=timeout, stdin=subprocess.DEVNULL, check=False)
+    return subprocess.run(
+        [*ROCPORT, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd or home.parent,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
 
 
 def one_line_error(result: subprocess.CompletedProcess, *needles: str, code: int = 2) -> str:
@@ -58,6 +68,7 @@ def home(tmp_path: Path) -> Path:
 
 # --- job, sweep and profile files -------------------------------------------------------------------
 
+
 def test_port_malformed_job_yaml_names_file_and_line(tmp_path, home):
     (tmp_path / "job.yaml").write_text("framework:\n  profile: tinyserve\n bad: [\n")
     one_line_error(rocport(home, "port", "-c", "job.yaml"), "job.yaml", "line 3", "malformed YAML")
@@ -65,20 +76,32 @@ def test_port_malformed_job_yaml_names_file_and_line(tmp_path, home):
 
 def test_port_unknown_key_in_yaml_and_override(tmp_path, home):
     (tmp_path / "job.yaml").write_text("framework:\n  profile: tinyserve\n  colour: red\n")
-    one_line_error(rocport(home, "port", "-c", "job.yaml"), "unknown key framework.colour", "line 3", "spelling")
-    one_line_error(rocport(home, "port", "-c", "framework.profile=tinyserve", "-c", "budget.builds=3"),
-                   "unknown key budget", "spelling")
+    one_line_error(
+        rocport(home, "port", "-c", "job.yaml"), "unknown key framework.colour", "line 3", "spelling"
+    )
+    one_line_error(
+        rocport(home, "port", "-c", "framework.profile=tinyserve", "-c", "budget.builds=3"),
+        "unknown key budget",
+        "spelling",
+    )
 
 
 def test_port_missing_job_file_and_bad_value(home):
     one_line_error(rocport(home, "port", "-c", "nope.yaml"), "nope.yaml", "not found")
-    one_line_error(rocport(home, "port", "-c", "framework.profile=tinyserve", "-c", "strategy=magic"), "strategy")
+    one_line_error(
+        rocport(home, "port", "-c", "framework.profile=tinyserve", "-c", "strategy=magic"), "strategy"
+    )
 
 
 def test_profile_malformed_unknown_or_missing(tmp_path, home):
     (tmp_path / "prof.yaml").write_text("name: x\nbuild: [\n")
-    one_line_error(rocport(home, "port", "-c", "framework.profile=prof.yaml"), "prof.yaml", "line 3",
-                   "malformed YAML", "fix the syntax")
+    one_line_error(
+        rocport(home, "port", "-c", "framework.profile=prof.yaml"),
+        "prof.yaml",
+        "line 3",
+        "malformed YAML",
+        "fix the syntax",
+    )
     one_line_error(rocport(home, "port", "-c", "framework.profile=nosuch"), "nosuch", "tinyserve")
     one_line_error(rocport(home, "scan", str(tmp_path), "--profile", "prof.yaml"), "prof.yaml")
 
@@ -96,15 +119,27 @@ def test_sweep_malformed_unknown_key_and_missing_file(tmp_path, home):
 def test_binary_file_given_as_yaml(tmp_path, home):
     (tmp_path / "blob.yaml").write_bytes(bytes(range(128, 256)) * 8)
     one_line_error(rocport(home, "port", "-c", "blob.yaml"), "blob.yaml", "not a text file")
-    one_line_error(rocport(home, "port", "-c", f"framework.profile={tmp_path / 'blob.yaml'}"), "not a text file")
-    one_line_error(rocport(home, "scan", str(tmp_path), "--profile", str(tmp_path / "blob.yaml")), "not a text file")
+    one_line_error(
+        rocport(home, "port", "-c", f"framework.profile={tmp_path / 'blob.yaml'}"), "not a text file"
+    )
+    one_line_error(
+        rocport(home, "scan", str(tmp_path), "--profile", str(tmp_path / "blob.yaml")), "not a text file"
+    )
     one_line_error(rocport(home, "sweep", "plan", "blob.yaml"), "blob.yaml", "not a text file")
 
 
 # --- missing things: runs, images, files, tasks ---------------------------------------------------
 
-@pytest.mark.parametrize("args", [["report", "nosuchrun"], ["pr", "nosuchrun"], ["port", "--resume", "nosuchrun"],
-                                  ["report", "../../etc"]])
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["report", "nosuchrun"],
+        ["pr", "nosuchrun"],
+        ["port", "--resume", "nosuchrun"],
+        ["report", "../../etc"],
+    ],
+)
 def test_missing_run_id(home, args):
     one_line_error(rocport(home, *args), "runs")
 
@@ -117,7 +152,9 @@ def test_runs_with_no_runs_says_how_to_start(home):
 def test_port_missing_image_stops_resumable_with_run_id(tmp_path, home, git_repo, docker_daemon):
     repo = git_repo(HEADER_FAULTS)
     job = make_job(tmp_path, repo, "sandbox.backend=docker", "target.image=nope:1")
-    line = one_line_error(rocport(home, "port", *[a for s in job for a in ("-c", s)]), "nope:1", "docker pull")
+    line = one_line_error(
+        rocport(home, "port", *[a for s in job for a in ("-c", s)]), "nope:1", "docker pull"
+    )
     run_id = line.split("--resume ")[1].strip("` ")
     assert (home / "runs" / run_id / "job.yaml").is_file()
     listed = rocport(home, "runs")
@@ -136,18 +173,26 @@ def test_missing_paths_and_tasks(tmp_path, home):
     one_line_error(rocport(home, "eval", "nosuchtask"), "nosuchtask", "glm52_mi355x")
     one_line_error(rocport(home, "eval", "-s", "bogus"), "bogus", "rules+llm")
     one_line_error(rocport(home, "demo", "--task", "nosuchtask"), "nosuchtask")
-    one_line_error(rocport(home, "eval", "cub_rmsnorm", "--output", str(tmp_path / "no" / "e.json")),
-                   "--output", "create it first")
+    one_line_error(
+        rocport(home, "eval", "cub_rmsnorm", "--output", str(tmp_path / "no" / "e.json")),
+        "--output",
+        "create it first",
+    )
 
 
 # --- unreachable endpoints --------------------------------------------------------------------------
 
+
 def test_port_unreachable_llm_endpoint_stops_resumable(tmp_path, home, git_repo, hipcc):
     repo = git_repo(HEADER_FAULTS)
-    job = make_job(tmp_path, repo, f"llm.base_url=http://127.0.0.1:{closed_port()}/v1", "llm.model=x",
-                   "strategy=llm")
-    line = one_line_error(rocport(home, "port", *[a for s in job for a in ("-c", s)]),
-                          "cannot reach the LLM endpoint", "--resume")
+    job = make_job(
+        tmp_path, repo, f"llm.base_url=http://127.0.0.1:{closed_port()}/v1", "llm.model=x", "strategy=llm"
+    )
+    line = one_line_error(
+        rocport(home, "port", *[a for s in job for a in ("-c", s)]),
+        "cannot reach the LLM endpoint",
+        "--resume",
+    )
     run_id = line.split("--resume ")[1].strip("` ")
     # Resuming with the endpoint still down stops the same way: the run is still there to continue.
     one_line_error(rocport(home, "port", "--resume", run_id), "cannot reach the LLM endpoint", run_id)
@@ -155,18 +200,39 @@ def test_port_unreachable_llm_endpoint_stops_resumable(tmp_path, home, git_repo,
 
 def test_bench_closed_port_and_bad_inputs(tmp_path, home):
     url = f"http://127.0.0.1:{closed_port()}"
-    one_line_error(rocport(home, "bench", "--base-url", url, "--model", "x", "--num-prompts", "2", "--isl", "8",
-                           "--osl", "2"), "cannot connect", "server running")
-    one_line_error(rocport(home, "bench", "--base-url", url, "--model", "x", "--preset", "nosuch"),
-                   "nosuch", "glm52-mi355x")
-    one_line_error(rocport(home, "bench", "--base-url", url, "--model", "x", "--output",
-                           str(tmp_path / "no" / "dir" / "r.json")), "--output", "create it first")
+    one_line_error(
+        rocport(
+            home, "bench", "--base-url", url, "--model", "x", "--num-prompts", "2", "--isl", "8", "--osl", "2"
+        ),
+        "cannot connect",
+        "server running",
+    )
+    one_line_error(
+        rocport(home, "bench", "--base-url", url, "--model", "x", "--preset", "nosuch"),
+        "nosuch",
+        "glm52-mi355x",
+    )
+    one_line_error(
+        rocport(
+            home,
+            "bench",
+            "--base-url",
+            url,
+            "--model",
+            "x",
+            "--output",
+            str(tmp_path / "no" / "dir" / "r.json"),
+        ),
+        "--output",
+        "create it first",
+    )
     (tmp_path / "bad.json").write_text("{")
     one_line_error(rocport(home, "bench", "compare", "bad.json", "bad.json"), "bad.json", "not JSON")
     one_line_error(rocport(home, "bench", "compare", "a.json", "b.json"), "a.json")
 
 
 # --- unparseable logs, corrupt checkpoints ----------------------------------------------------------
+
 
 def test_binary_log_for_diagnose_and_fix(tmp_path, home, git_repo):
     (tmp_path / "bin.log").write_bytes(bytes(range(256)) * 16)
@@ -198,7 +264,9 @@ def test_port_corrupt_or_missing_checkpoint_stops_before_any_build(tmp_path, hom
     (ckpt / "config.json").write_text("{}")
     (ckpt / "model-00001-of-00001.safetensors").write_bytes((120).to_bytes(8, "little") + b'{"w": {"dtype"')
     job = [a for s in make_job(tmp_path, repo, f"model.path={ckpt}") for a in ("-c", s)]
-    one_line_error(rocport(home, "port", *job), "model-00001-of-00001.safetensors", "truncated", "re-download")
+    one_line_error(
+        rocport(home, "port", *job), "model-00001-of-00001.safetensors", "truncated", "re-download"
+    )
     (ckpt / "model.safetensors.index.json").write_text('{"weight_map": ')
     one_line_error(rocport(home, "port", *job), "index.json", "re-download")
     job = [a for s in make_job(tmp_path, repo, f"model.path={tmp_path / 'absent'}") for a in ("-c", s)]
@@ -214,7 +282,9 @@ def test_port_checkpoint_claiming_a_petabyte_stops_before_any_build(tmp_path, ho
     repo = git_repo(HEADER_FAULTS)
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
-    header = json.dumps({"w": {"dtype": "BF16", "shape": [1 << 25, 1 << 24], "data_offsets": [0, 10**15]}}).encode()
+    header = json.dumps(
+        {"w": {"dtype": "BF16", "shape": [1 << 25, 1 << 24], "data_offsets": [0, 10**15]}}
+    ).encode()
     (ckpt / "model.safetensors").write_bytes(len(header).to_bytes(8, "little") + header + b"\0" * 64)
     job = [a for s in make_job(tmp_path, repo, f"model.path={ckpt}") for a in ("-c", s)]
     one_line_error(rocport(home, "port", *job), "model.safetensors", "1000000000000000", "re-download")
@@ -231,9 +301,21 @@ def test_pr_bad_remote_token_endpoint_or_author_keeps_the_patches(tmp_path, home
     one_line_error(rocport(home, "pr", run_id, "--push", "nosuchremote"), "nosuchremote", "remote -v")
     one_line_error(rocport(home, "pr", run_id, "--open"), "--repo OWNER/NAME")
     one_line_error(rocport(home, "pr", run_id, "--open", "--repo", "o/n"), "GITHUB_TOKEN")
-    line = one_line_error(rocport(home, "pr", run_id, "--open", "--repo", "o/n", "--api-url",
-                                  f"http://127.0.0.1:{closed_port()}/api/v3",
-                                  extra_env={"GITHUB_TOKEN": "ghp-test-token"}), "cannot reach", "--api-url")
+    line = one_line_error(
+        rocport(
+            home,
+            "pr",
+            run_id,
+            "--open",
+            "--repo",
+            "o/n",
+            "--api-url",
+            f"http://127.0.0.1:{closed_port()}/api/v3",
+            extra_env={"GITHUB_TOKEN": "ghp-test-token"},
+        ),
+        "cannot reach",
+        "--api-url",
+    )
     assert "ghp-test-token" not in line
     one_line_error(rocport(home, "pr", run_id, "--author", "no email"), "Name <email>")
     # Nothing was lost: the PR branch still holds one commit per kept patch, and the run reports.
@@ -247,21 +329,30 @@ def test_demo_with_a_missing_image_is_one_line_naming_the_run(tmp_path, home, do
     tasks = REPO_ROOT / "evals" / "tasks"
     (tmp_path / "patches").symlink_to(tasks / "patches")
     (tmp_path / "solutions").symlink_to(tasks / "solutions")
-    (tmp_path / "task.yaml").write_text((tasks / "cuda_header_activation.yaml").read_text() + "image: nope:1\n")
-    line = one_line_error(rocport(home, "demo", "--task", str(tmp_path / "task.yaml"), "--workdir",
-                                  str(tmp_path / "work")), "nope:1", "docker pull", "--resume")
+    (tmp_path / "task.yaml").write_text(
+        (tasks / "cuda_header_activation.yaml").read_text() + "image: nope:1\n"
+    )
+    line = one_line_error(
+        rocport(home, "demo", "--task", str(tmp_path / "task.yaml"), "--workdir", str(tmp_path / "work")),
+        "nope:1",
+        "docker pull",
+        "--resume",
+    )
     run_id = line.split("--resume ")[1].strip("` ")
     assert (home / "runs" / run_id / "job.yaml").is_file()
 
 
-@pytest.mark.parametrize(("args", "needles"), [
-    (["bench", "--url", "http://x"], ["--url", "--base-url", "rocport bench --help"]),
-    (["prot"], ["no such command", "rocport --help"]),
-    (["diagnose"], ["missing argument", "rocport diagnose --help"]),
-    (["runs", "--limit", "many"], ["--limit", "integer"]),
-    (["runs", "--limit", "0"], ["--limit", "greater than or equal to 1"]),
-    (["scan", ".", "-f", "xml"], ["xml", "sarif"]),
-])
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["bench", "--url", "http://x"], ["--url", "--base-url", "rocport bench --help"]),
+        (["prot"], ["no such command", "rocport --help"]),
+        (["diagnose"], ["missing argument", "rocport diagnose --help"]),
+        (["runs", "--limit", "many"], ["--limit", "integer"]),
+        (["runs", "--limit", "0"], ["--limit", "greater than or equal to 1"]),
+        (["scan", ".", "-f", "xml"], ["xml", "sarif"]),
+    ],
+)
 def test_usage_mistakes_are_one_line_too(home, args, needles):
     one_line_error(rocport(home, *args), *needles)
 
@@ -307,13 +398,21 @@ def test_sweep_results_database_that_is_not_one(tmp_path, home):
 
 def test_arch_the_image_cannot_build_is_refused_before_anything_starts(tmp_path, home, git_repo, rocm_image):
     repo = git_repo(HEADER_FAULTS)
-    job = [a for s in make_job(tmp_path, repo, "sandbox.backend=docker", f"target.image={rocm_image}",
-                               "target.arch=gfx1100") for a in ("-c", s)]
+    job = [
+        a
+        for s in make_job(
+            tmp_path, repo, "sandbox.backend=docker", f"target.image={rocm_image}", "target.arch=gfx1100"
+        )
+        for a in ("-c", s)
+    ]
     line = one_line_error(rocport(home, "port", *job), "target.arch gfx1100", rocm_image, "gfx942")
     assert "pick one of those" in line
     assert not (home / "runs").is_dir() or not any((home / "runs").iterdir())
-    one_line_error(rocport(home, "fix", str(repo), "--from-scan", "--image", rocm_image, "--arch", "gfx1100"),
-                   "--arch gfx1100", "gfx950")
+    one_line_error(
+        rocport(home, "fix", str(repo), "--from-scan", "--image", rocm_image, "--arch", "gfx1100"),
+        "--arch gfx1100",
+        "gfx950",
+    )
     one_line_error(rocport(home, "port", *job[:-2], "-c", "target.arch=sm_90"), "sm_90", "not a gfx target")
 
 
@@ -332,5 +431,9 @@ def test_server_port_out_of_range_or_taken_is_refused(tmp_path, home, git_repo):
         job = [a for s in [*base, f"serve.port={port}"] for a in ("-c", s)]
         one_line_error(rocport(home, "port", *job), f"serve.port {port}", "in use")
     assert not (home / "runs").is_dir() or not any((home / "runs").iterdir())
-    one_line_error(rocport(home, "bench", "--base-url", "http://127.0.0.1:99999", "--model", "m", "--isl", "4",
-                           "--osl", "2"), "1 to 65535")
+    one_line_error(
+        rocport(
+            home, "bench", "--base-url", "http://127.0.0.1:99999", "--model", "m", "--isl", "4", "--osl", "2"
+        ),
+        "1 to 65535",
+    )

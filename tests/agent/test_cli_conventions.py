@@ -1,6 +1,7 @@
 """CLI conventions a user notices: `port` first in help, metavars in capitals with nothing after a flag,
 examples under every command, listings in table/json/plain that never cut an id, and `rocport show`
 printing a run's trajectory."""
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,9 @@ ROCPORT = [sys.executable, "-m", "agent.cli"]
 
 def _rocport(home, *args, columns="100"):
     env = {**os.environ, "ROCPORT_HOME": str(home), "COLUMNS": columns}
-    return subprocess.run([*ROCPORT, *args], capture_output=True, text=True, env=env, timeout=120,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [*ROCPORT, *args], capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL
+    )
 
 
 def _command_paths():
@@ -37,8 +39,11 @@ def _command_paths():
 
 def test_port_is_the_first_command_in_help(tmp_path):
     out = _rocport(tmp_path, "--help", columns="200")
-    commands = [ln.split()[1] for ln in out.stdout.splitlines() if ln.startswith("│ ") and len(ln.split()) > 2
-                and not ln.split()[1].startswith("-")]
+    commands = [
+        ln.split()[1]
+        for ln in out.stdout.splitlines()
+        if ln.startswith("│ ") and len(ln.split()) > 2 and not ln.split()[1].startswith("-")
+    ]
     assert commands[:3] == ["port", "runs", "show"], out.stdout
 
 
@@ -55,12 +60,16 @@ def test_every_command_has_examples_and_clean_metavars(tmp_path, path):
 
 
 def test_runs_lists_whole_ids_in_every_format(tmp_path, monkeypatch):
-    from agent.store import RunStore
+    from agent.loop.store import RunStore
 
     home = tmp_path / "home"
     monkeypatch.setenv("ROCPORT_HOME", str(home))
-    RunStore().create("20261202-120000-a-very-long-framework-name-ab12", "a-very-long-framework-name",
-                      "/srv/checkouts/a/very/long/path/to/the/framework/checkout", "main")
+    RunStore().create(
+        "20261202-120000-a-very-long-framework-name-ab12",
+        "a-very-long-framework-name",
+        "/srv/checkouts/a/very/long/path/to/the/framework/checkout",
+        "main",
+    )
     table = _rocport(home, "runs", columns="")  # piped, no COLUMNS: nothing wraps, nothing is cut
     row = [ln for ln in table.stdout.splitlines() if "20261202" in ln]
     assert len(row) == 1 and "20261202-120000-a-very-long-framework-name-ab12" in row[0]
@@ -75,11 +84,32 @@ def test_show_prints_the_trajectory_of_a_run(tmp_path):
     home = tmp_path / "home"
     run = make_run(home)
     events = [json.loads(ln) for ln in (run / "events.jsonl").read_text().splitlines()]
-    events.insert(3, {"event": "command", "cmd": "python3 build.py --backend rocm --arch gfx942", "ts": 1021.0})
-    events.insert(4, {"event": "build_done", "number": 1, "ok": False, "failures": 2, "duration_s": 30.0,
-                      "log": "logs/002-build-1.log", "ts": 1029.0})
-    events.insert(7, {"event": "patch_kept", "proposer": "rule:headers", "kind": "cuda_header", "file": "csrc/k.cu",
-                      "commit": "abcdef1234567", "ts": 1051.0})
+    events.insert(
+        3, {"event": "command", "cmd": "python3 build.py --backend rocm --arch gfx942", "ts": 1021.0}
+    )
+    events.insert(
+        4,
+        {
+            "event": "build_done",
+            "number": 1,
+            "ok": False,
+            "failures": 2,
+            "duration_s": 30.0,
+            "log": "logs/002-build-1.log",
+            "ts": 1029.0,
+        },
+    )
+    events.insert(
+        7,
+        {
+            "event": "patch_kept",
+            "proposer": "rule:headers",
+            "kind": "cuda_header",
+            "file": "csrc/k.cu",
+            "commit": "abcdef1234567",
+            "ts": 1051.0,
+        },
+    )
     (run / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     out = _rocport(home, "show", run.name)
     assert out.returncode == 0, out.stderr

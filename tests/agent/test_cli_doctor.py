@@ -1,4 +1,5 @@
 """`rocport doctor` through its real entry point tells the truth about this machine."""
+
 from __future__ import annotations
 
 import json
@@ -36,9 +37,12 @@ def test_doctor_reports_compilers_docker_images_and_no_gpu(nvcc, hipcc, rocm_ima
     src = tmp_path / "k.hip"
     src.write_text("#include <hip/hip_runtime.h>\n__global__ void k(float* x) { x[0] = 1.0f; }\n")
     for arch in CANDIDATE_ARCHS:
-        proc = subprocess.run([hipcc, f"--offload-arch={arch}", "-c", str(src), "-o", str(tmp_path / "k.o")],
-                              capture_output=True, env={"HIP_PLATFORM": "amd", "PATH": "/usr/bin:/bin"},
-                              check=False)
+        proc = subprocess.run(
+            [hipcc, f"--offload-arch={arch}", "-c", str(src), "-o", str(tmp_path / "k.o")],
+            capture_output=True,
+            env={"HIP_PLATFORM": "amd", "PATH": "/usr/bin:/bin"},
+            check=False,
+        )
         assert (proc.returncode == 0) == (arch in host["archs"]), arch
 
 
@@ -47,7 +51,10 @@ def test_doctor_never_prints_the_api_key(docker_daemon):
     with socket.socket() as listener:  # an endpoint that answers
         listener.bind(("127.0.0.1", 0))
         listener.listen()
-        env = {"OPENAI_BASE_URL": f"http://127.0.0.1:{listener.getsockname()[1]}/v1", "OPENAI_API_KEY": secret}
+        env = {
+            "OPENAI_BASE_URL": f"http://127.0.0.1:{listener.getsockname()[1]}/v1",
+            "OPENAI_API_KEY": secret,
+        }
         for args in (["doctor"], ["doctor", "--json"]):
             result = CliRunner().invoke(app, args, env=env)
             assert result.exit_code == 0 and secret not in result.output
@@ -63,8 +70,14 @@ def test_doctor_never_prints_the_api_key(docker_daemon):
 def test_doctor_table_from_the_console_script_says_what_to_do(docker_daemon):
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     script = Path(sys.executable).parent / "rocport"  # the installed console script, as a user runs it
-    proc = subprocess.run([str(script), "doctor"], capture_output=True, text=True,
-                          env={**env, "COLUMNS": "200"}, timeout=120, check=False)
+    proc = subprocess.run(
+        [str(script), "doctor"],
+        capture_output=True,
+        text=True,
+        env={**env, "COLUMNS": "200"},
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "Docker daemon" in proc.stdout and "LLM endpoint" in proc.stdout
     assert "set OPENAI_BASE_URL" in proc.stdout

@@ -1,8 +1,10 @@
 """`rocport fix` through its real entry point: several families fixed in one run, one commit per fix."""
+
 from __future__ import annotations
 
 import subprocess
 
+import pytest
 from typer.testing import CliRunner
 
 from agent.cli import app
@@ -39,6 +41,7 @@ def _fix(*args):
     return CliRunner().invoke(app, ["fix", *map(str, args)])
 
 
+@pytest.mark.slow
 def test_fix_from_scan_commits_one_fix_per_family(git_repo, hipcc, nvcc):
     root = git_repo({"csrc/half.cu": HEADERS, "csrc/ops/warp.cu": WARP, "csrc/zero.cu": TRAITS})
     result = _fix(root, "--from-scan", "--image", "local")
@@ -47,10 +50,12 @@ def test_fix_from_scan_commits_one_fix_per_family(git_repo, hipcc, nvcc):
     subjects = _git(root, "log", "--format=%s", "main..HEAD").splitlines()
     # wave 2: once <cuda/std/type_traits> is guarded, zero.cu's next error (threadIdx, which nvcc declares
     # implicitly) shows and is fixed too, so every unit really compiles for ROCm at the end
-    assert sorted(subjects) == ["Guard CUDA headers for ROCm in csrc/half.cu",
-                                "Include the HIP runtime on ROCm in csrc/zero.cu",
-                                "Route warp intrinsics through the compat header in csrc/ops/warp.cu",
-                                "Use std traits on ROCm in csrc/zero.cu"]
+    assert sorted(subjects) == [
+        "Guard CUDA headers for ROCm in csrc/half.cu",
+        "Include the HIP runtime on ROCm in csrc/zero.cu",
+        "Route warp intrinsics through the compat header in csrc/ops/warp.cu",
+        "Use std traits on ROCm in csrc/zero.cu",
+    ]
     assert "3/3 unit(s) compile for ROCm" in result.output
     body = _git(root, "log", "-1", "--format=%b", "--grep=Guard CUDA headers")
     assert "hipcc -x hip -DUSE_ROCM --offload-arch=gfx90a" in body and "[ok] cuda -E identity" in body
@@ -63,9 +68,11 @@ def test_fix_from_scan_commits_one_fix_per_family(git_repo, hipcc, nvcc):
 def test_fix_from_log_in_rocm_image(git_repo, rocm_image, nvcc):
     root = git_repo({"csrc/half.cu": HEADERS})
     log = root.parent / "build.log"
-    log.write_text("csrc/half.cu:1:10: fatal error: 'cuda_runtime.h' file not found\n"
-                   "#include <cuda_runtime.h>\n         ^~~~~~~~~~~~~~~~\n"
-                   "1 error generated when compiling for gfx942.\n")
+    log.write_text(
+        "csrc/half.cu:1:10: fatal error: 'cuda_runtime.h' file not found\n"
+        "#include <cuda_runtime.h>\n         ^~~~~~~~~~~~~~~~\n"
+        "1 error generated when compiling for gfx942.\n"
+    )
     result = _fix(root, "--log", log, "--arch", "gfx942")
     assert result.exit_code == 0, result.output
     body = _git(root, "log", "-1", "--format=%B")
@@ -77,7 +84,9 @@ def test_dry_run_prints_without_touching_the_repo(git_repo):
     result = _fix(root, "--from-scan", "--dry-run")
     assert result.exit_code == 0, result.output
     assert "+#include <hip/hip_runtime.h>" in result.output
-    assert _git(root, "status", "--porcelain") == "" and _git(root, "branch", "--show-current").strip() == "main"
+    assert (
+        _git(root, "status", "--porcelain") == "" and _git(root, "branch", "--show-current").strip() == "main"
+    )
 
 
 def test_bad_input_is_one_line(git_repo, tmp_path):
@@ -128,11 +137,17 @@ def test_a_fifo_named_like_a_kernel_hangs_neither_scan_nor_fix(git_repo, hipcc, 
     root = git_repo({"csrc/half.cu": HEADERS})
     os.mkfifo(root / "csrc" / "x.cu")  # no writer ever comes: a plain open() would block forever
     cli = [sys.executable, "-c", "from agent.cli import main; main()"]
-    scan = subprocess.run([*cli, "scan", str(root), "-f", "json"], capture_output=True, text=True, timeout=120,
-                          check=False)
+    scan = subprocess.run(
+        [*cli, "scan", str(root), "-f", "json"], capture_output=True, text=True, timeout=120, check=False
+    )
     assert scan.returncode in (0, 1), scan.stderr
     assert "half.cu" in scan.stdout and "Traceback" not in scan.stderr
-    fixed = subprocess.run([*cli, "fix", str(root), "--from-scan", "--image", "local"], capture_output=True,
-                           text=True, timeout=300, check=False)
+    fixed = subprocess.run(
+        [*cli, "fix", str(root), "--from-scan", "--image", "local"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     assert "1 fix(es) committed" in fixed.stdout

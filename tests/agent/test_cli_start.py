@@ -4,6 +4,7 @@ DOCKER_HOST points at a real unix socket this test listens on; every other comma
 (orphan-container cleanup) connects to it, these two must not. Speed is measured by
 evals/bench_cli_start.py, not asserted here.
 """
+
 from __future__ import annotations
 
 import os
@@ -44,8 +45,15 @@ class _Listener:
 
 def _rocport(args: list[str], docker_host: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "DOCKER_HOST": docker_host, "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "agent.cli", *args], capture_output=True, text=True, env=env,
-                          cwd=cwd, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "agent.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_diagnose_and_scan_never_contact_docker_but_other_commands_do(tmp_path):

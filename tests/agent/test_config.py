@@ -1,4 +1,5 @@
 """PortJob: YAML + key=value overrides, errors that name the key and where it came from."""
+
 from __future__ import annotations
 
 import pytest
@@ -23,8 +24,16 @@ def write(tmp_path, text, name="job.yaml"):
 
 
 def test_yaml_then_overrides_apply_left_to_right(tmp_path):
-    job = load_job([write(tmp_path, JOB), "budgets.builds=2", "target.arch=gfx950", "budgets.usd=0.5",
-                    "sandbox.backend=local", "bench.enabled=false"])
+    job = load_job(
+        [
+            write(tmp_path, JOB),
+            "budgets.builds=2",
+            "target.arch=gfx950",
+            "budgets.usd=0.5",
+            "sandbox.backend=local",
+            "bench.enabled=false",
+        ]
+    )
     assert job.framework.profile == "tinyserve"
     assert job.budgets.builds == 2
     assert job.target.arch == "gfx950"
@@ -53,14 +62,14 @@ def test_malformed_yaml_is_one_line_with_the_line_number(tmp_path):
 
 
 def test_missing_framework_says_how_to_set_it(tmp_path):
-    with pytest.raises(JobError, match="missing key framework.*-c framework="):
+    with pytest.raises(JobError, match=r"missing key framework.*-c framework="):
         load_job(["budgets.builds=1"])
 
 
 def test_bad_value_names_the_key(tmp_path):
-    with pytest.raises(JobError, match="budgets.builds"):
+    with pytest.raises(JobError, match=r"budgets.builds"):
         load_job([write(tmp_path, JOB), "budgets.builds=0"])
-    with pytest.raises(JobError, match="sandbox.backend"):
+    with pytest.raises(JobError, match=r"sandbox.backend"):
         load_job([write(tmp_path, JOB), "sandbox.backend=kubernetes"])
 
 
@@ -74,5 +83,5 @@ def test_api_key_is_never_part_of_the_job(tmp_path, monkeypatch):
     job = load_job([write(tmp_path, JOB), "llm.api_key_env=MY_LLM_KEY", "llm.base_url=http://127.0.0.1:9/v1"])
     text = job_to_yaml(job)
     assert "MY_LLM_KEY" in text and "sk-secret-value" not in text
-    with pytest.raises(JobError, match="unknown key llm.api_key"):
+    with pytest.raises(JobError, match=r"unknown key llm.api_key"):
         load_job([write(tmp_path, JOB), "llm.api_key=sk-secret-value"])

@@ -1,5 +1,6 @@
 """Search/replace matching: exact, whitespace-tolerant, ambiguous, and did-you-mean feedback."""
-from agent.editblocks import apply_edit
+
+from agent.proposers.llm.editblocks import apply_edit
 
 SRC = """__global__ void k(float* x) {
     int lane = threadIdx.x % 32;
@@ -16,8 +17,11 @@ def test_exact_match_replaces_once():
 
 
 def test_whitespace_tolerant_match_keeps_file_indentation():
-    r = apply_edit(SRC, "float v = x[lane];\nv += __shfl_xor_sync(0xffffffff, v, 16);",
-                   "float v = x[lane];\nv += WARP_SHFL_XOR(v, 16);")
+    r = apply_edit(
+        SRC,
+        "float v = x[lane];\nv += __shfl_xor_sync(0xffffffff, v, 16);",
+        "float v = x[lane];\nv += WARP_SHFL_XOR(v, 16);",
+    )
     assert r.ok and "    v += WARP_SHFL_XOR(v, 16);\n" in r.text and "ignoring indentation" in r.message
 
 

@@ -1,4 +1,5 @@
 """Single nodes invoked alone, routers, and a path through the graph with a fresh in-memory checkpointer."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,19 +10,20 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from agent.config import job_to_yaml, load_job
-from agent.graph import after_apply, after_diagnosis, build_graph
-from agent.llm import ScriptedModel
-from agent.nodes.apply_check import apply_check
-from agent.nodes.budget import stalled
-from agent.nodes.checkout import checkout
-from agent.nodes.env import RunEnv
-from agent.nodes.propose import propose
-from agent.observer import Observer
+from agent.loop.graph import after_apply, after_diagnosis, build_graph
+from agent.loop.nodes.apply_check import apply_check
+from agent.loop.nodes.budget import stalled
+from agent.loop.nodes.checkout import checkout
+from agent.loop.nodes.env import RunEnv
+from agent.loop.nodes.propose import propose
+from agent.loop.observer import Observer
+from agent.loop.rundir import RunDir
+from agent.loop.state import PortState
 from agent.profiles import load_profile
-from agent.proposer import RulesProposer, llm_proposer_for
-from agent.rundir import RunDir
-from agent.state import PortState
-from tests.agent.portfixture import FILES, make_job
+from agent.proposers.base import RulesProposer, llm_proposer_for
+from agent.proposers.llm.model import ScriptedModel
+from tests.agent.portfixture import FILES, header_failure, make_job
+from tools.records import Failure
 
 SPIN = """\
 #ifdef USE_ROCM
@@ -41,8 +43,15 @@ def make_env(tmp_path: Path, repo: Path, *overrides: str, model=None, review: bo
     proposers = [RulesProposer()]
     if model is not None:
         proposers.append(llm_proposer_for(job.llm, model=model))
-    return RunEnv(job=job, profile=load_profile(job.framework.profile), rundir=rundir, observer=Observer(rundir),
-                  proposers=proposers, review=review, gpu=False)
+    return RunEnv(
+        job=job,
+        profile=load_profile(job.framework.profile),
+        rundir=rundir,
+        observer=Observer(rundir),
+        proposers=proposers,
+        review=review,
+        gpu=False,
+    )
 
 
 def checked_out(env: RunEnv) -> PortState:
@@ -54,7 +63,7 @@ def checked_out(env: RunEnv) -> PortState:
 def test_routers_follow_the_stage_and_raise_on_the_unexpected():
     assert after_diagnosis(PortState(failure_stage="build")) == "load_check"
     assert after_diagnosis(PortState(failure_stage="load")) == "serve"
-    assert after_diagnosis(PortState(failure_stage="build", failures=[{"kind": "cub"}])) == "propose"
+    assert after_diagnosis(PortState(failure_stage="build", failures=[Failure("cub", "m")])) == "propose"
     assert after_diagnosis(PortState(failure_stage="build", stop_reason="budget: x")) == "report"
     assert after_apply(PortState(failure_stage="serve")) == "load_check"
     with pytest.raises(ValueError, match="unexpected failure_stage"):
@@ -70,12 +79,12 @@ def test_stall_is_the_same_failures_twice_in_a_row():
 def test_propose_alone_uses_rules_and_records_environment_failures(tmp_path, git_repo):
     env = make_env(tmp_path, git_repo(FILES))
     state = checked_out(env)
-    header = {"kind": "cuda_header", "message": "'cuda_runtime.h' file not found", "file": "csrc/scale.cu",
-              "line": 1, "symbol": "cuda_runtime.h", "signature": "cuda_header:csrc/scale.cu:cuda_runtime.h",
-              "facts": {"unit": "csrc/scale.cu"}}
+    header = header_failure("csrc/scale.cu")
     oom = {"kind": "resource", "message": "HIP out of memory", "signature": "resource:oom"}
-    update = propose(PortState(**{**state.__dict__, "failures": [header, oom], "failure_stage": "build"}), env)
-    assert [p["proposer"] for p in update["proposals"]] == ["rule:headers"]
+    update = propose(
+        PortState(**{**state.__dict__, "failures": [header, oom], "failure_stage": "build"}), env
+    )
+    assert [p.proposer for p in update["proposals"]] == ["rule:headers"]
     assert update["unfixable"][0]["signature"] == "resource:oom"
     assert "environment" in update["unfixable"][0]["reason"]
     assert update["iteration"] == 1
@@ -86,29 +95,50 @@ def test_a_patch_that_breaks_nvcc_is_reverted(tmp_path, git_repo, hipcc, nvcc):
     state = checked_out(env)
     before = (Path(state.repo_dir) / "csrc/warp_reduce.cu").read_text()
     # Makes hipcc happy but changes the CUDA path: nvcc has no __shfl_xor without _sync any more.
-    bad = ("diff --git a/csrc/warp_reduce.cu b/csrc/warp_reduce.cu\n--- a/csrc/warp_reduce.cu\n"
-           "+++ b/csrc/warp_reduce.cu\n@@ -1,2 +1,3 @@\n-#include <cuda_runtime.h>\n"
-           "+#include <hip/hip_runtime.h>\n+#define __shfl_xor_sync(mask, v, o) __shfl_xor(v, o)\n \n")
-    failure = {"kind": "warp_intrinsic", "message": "use of undeclared identifier '__shfl_xor_sync'",
-               "file": "csrc/warp_reduce.cu", "line": 6, "symbol": "__shfl_xor_sync",
-               "signature": "warp_intrinsic:csrc/warp_reduce.cu:__shfl_xor_sync",
-               "facts": {"unit": "csrc/warp_reduce.cu"}}
-    proposal = {"failure_signature": failure["signature"], "proposer": "llm:test", "diff": bad,
-                "rationale": "shim", "files": ["csrc/warp_reduce.cu"], "kind": "warp_intrinsic", "failure": failure}
-    update = apply_check(PortState(**{**state.__dict__, "failures": [failure], "failure_stage": "build",
-                                      "proposals": [proposal]}), env)
+    bad = (
+        "diff --git a/csrc/warp_reduce.cu b/csrc/warp_reduce.cu\n--- a/csrc/warp_reduce.cu\n"
+        "+++ b/csrc/warp_reduce.cu\n@@ -1,2 +1,3 @@\n-#include <cuda_runtime.h>\n"
+        "+#include <hip/hip_runtime.h>\n+#define __shfl_xor_sync(mask, v, o) __shfl_xor(v, o)\n \n"
+    )
+    failure = {
+        "kind": "warp_intrinsic",
+        "message": "use of undeclared identifier '__shfl_xor_sync'",
+        "file": "csrc/warp_reduce.cu",
+        "line": 6,
+        "symbol": "__shfl_xor_sync",
+        "signature": "warp_intrinsic:csrc/warp_reduce.cu:__shfl_xor_sync",
+        "facts": {"unit": "csrc/warp_reduce.cu"},
+    }
+    proposal = {
+        "failure_signature": failure["signature"],
+        "proposer": "llm:test",
+        "diff": bad,
+        "rationale": "shim",
+        "files": ["csrc/warp_reduce.cu"],
+        "kind": "warp_intrinsic",
+        "failure": failure,
+    }
+    update = apply_check(
+        PortState(
+            **{**state.__dict__, "failures": [failure], "failure_stage": "build", "proposals": [proposal]}
+        ),
+        env,
+    )
     [outcome] = update["outcomes"]
-    assert not outcome["kept"]
-    assert "nvcc" in outcome["reason"] or "CUDA" in outcome["reason"]
+    assert not outcome.kept
+    assert "nvcc" in outcome.reason or "CUDA" in outcome.reason
     assert (Path(state.repo_dir) / "csrc/warp_reduce.cu").read_text() == before
     assert update["head"] == state.head == git.Repo(state.repo_dir).head.commit.hexsha
     assert any(p.name.endswith("-reverted.patch") for p in env.rundir.patches.iterdir())
 
 
 def _llm_fix_script() -> list:
-    edit = {"path": "csrc/spin.cu", "search": "  while (atomicAdd(flag, 0) == 0) { __nanosleep(100); }\n",
-            "replace": "#ifdef USE_ROCM\n  while (atomicAdd(flag, 0) == 0) { __builtin_amdgcn_s_sleep(2); }\n"
-                       "#else\n  while (atomicAdd(flag, 0) == 0) { __nanosleep(100); }\n#endif\n"}
+    edit = {
+        "path": "csrc/spin.cu",
+        "search": "  while (atomicAdd(flag, 0) == 0) { __nanosleep(100); }\n",
+        "replace": "#ifdef USE_ROCM\n  while (atomicAdd(flag, 0) == 0) { __builtin_amdgcn_s_sleep(2); }\n"
+        "#else\n  while (atomicAdd(flag, 0) == 0) { __nanosleep(100); }\n#endif\n",
+    }
     return [[("propose_edit", edit)], [("finish", {"rationale": "HIP has no __nanosleep; s_sleep on ROCm"})]]
 
 
@@ -125,6 +155,6 @@ def test_review_pauses_before_an_llm_patch_and_resumes(tmp_path, git_repo, hipcc
     done = graph.invoke(Command(resume=True), config)
     assert done["status"] == "green", done["stop_reason"]
     assert done["counters"]["builds"] == 2 and done["counters"]["tokens_in"] > 0
-    [kept] = [o for o in done["outcomes"] if o["kept"]]
-    assert kept["proposal"]["proposer"] == "llm:scripted"
+    [kept] = [o for o in done["outcomes"] if o.kept]
+    assert kept.proposal.proposer == "llm:scripted"
     assert "s_sleep" in (Path(done["repo_dir"]) / "csrc/spin.cu").read_text()

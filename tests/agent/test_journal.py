@@ -1,9 +1,11 @@
 """The wave journal: a kept patch recorded but killed before its commit is committed on resume, once."""
+
 from __future__ import annotations
 
 import git
 
-from agent.journal import Entry, WaveJournal, restore_commits, wave_key
+from agent.loop.journal import Entry, WaveJournal, restore_commits, wave_key
+from tools.records import PatchOutcome, Proposal
 
 
 def _diff(path: str, old: str, new: str) -> str:
@@ -11,8 +13,8 @@ def _diff(path: str, old: str, new: str) -> str:
 
 
 def _kept(key: str, index: int, path: str, old: str, new: str) -> Entry:
-    proposal = {"diff": _diff(path, old, new), "files": [path], "proposer": "rule:t", "failure_signature": f"s{index}"}
-    return Entry(key, index, {"proposal": proposal, "kept": True, "applied": True}, message=f"fix {path}")
+    proposal = Proposal(f"s{index}", "rule:t", _diff(path, old, new), "why", [path])
+    return Entry(key, index, PatchOutcome(proposal, applied=True, kept=True), message=f"fix {path}")
 
 
 def test_a_kept_entry_without_its_commit_is_committed_from_the_journal(git_repo, tmp_path):
@@ -31,6 +33,7 @@ def test_a_kept_entry_without_its_commit_is_committed_from_the_journal(git_repo,
         fh.write('{"wave": "' + key + '", "index": 2, "outco')  # torn by the kill: ignored
 
     entries = journal.entries(key)
+    assert entries == [first, second]  # read back as the records that were written
     shas = restore_commits(str(root), start, entries)
     assert [e.index for e in entries] == [0, 1]
     assert len(shas) == 2 and shas[0] == repo.commit("HEAD~1").hexsha and shas[1] == repo.head.commit.hexsha

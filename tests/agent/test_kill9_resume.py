@@ -8,6 +8,7 @@ the same counts of builds, unit compiles and load checks, and a valid benchmark 
 The fixture is the tinyserve weight-name task (a load fault; the CPU server and the benchmark run on
 the host) plus two CUDA-first kernels in kernels/ (header faults for host hipcc and nvcc).
 """
+
 from __future__ import annotations
 
 import json
@@ -21,42 +22,54 @@ from pathlib import Path
 
 import git
 import pytest
+import yaml
 
 from agent.config import load_job
-from agent.port import start_port
+from agent.loop.port import start_port
 from tests.agent.portfixture import BUILD_SH, PROFILE, SCALE
+
+pytestmark = pytest.mark.slow  # long end-to-end runs: started first in a parallel run
 
 ROCPORT = [sys.executable, "-c", "from agent.cli import main; main()"]
 TINYSERVE = Path(__file__).resolve().parents[2] / "agent" / "profiles" / "tinyserve.yaml"
 
+
 @pytest.fixture(scope="module")
 def fixture_job(tmp_path_factory, hipcc, nvcc) -> Path:
     """The repo (tinyserve with its weight-name fault + the kernels), its checkpoint, profile and job."""
-    import yaml
-
     from evals.taskdefs import load_task, materialize
 
     root = tmp_path_factory.mktemp("kill9")
     repo = materialize(load_task("weight_name_mtp_shared_experts"), root / "repo")
     (repo / "kernels").mkdir()
     (repo / "kernels" / "scale.cu").write_text(SCALE)  # two CUDA-header faults: one wave of two patches
-    (repo / "kernels" / "scale_twice.cu").write_text(SCALE.replace("scale(", "scale_twice(").replace("* s", "* s * s"))
+    (repo / "kernels" / "scale_twice.cu").write_text(
+        SCALE.replace("scale(", "scale_twice(").replace("* s", "* s * s")
+    )
     (repo / "build_kernels.sh").write_text(BUILD_SH.replace("csrc", "kernels"))
     git.Repo(repo).git.add("-A")
     git.Repo(repo).git.commit("-qm", "kernels", author="t <t@example.com>")
-    subprocess.run([sys.executable, "-m", "tinyserve.make_checkpoint", "--out", str(root / "model")],
-                   cwd=repo, check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "tinyserve.make_checkpoint", "--out", str(root / "model")],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
     tinyserve = yaml.safe_load(TINYSERVE.read_text())
     profile = yaml.safe_load(PROFILE.replace("csrc", "kernels").replace("build.sh", "build_kernels.sh"))
     profile["name"] = "tinyserve-kernels"
     for key in ("launch", "expected_params", "load_check", "model_loaders", "quant_configs", "env"):
         profile[key] = tinyserve[key]
+    # Each build sleeps long enough to be killed in; the profile's env is the only way in (allow-list).
+    profile["env"] = {**profile["env"], "BUILD_SLEEP": "3"}
     (root / "profile.yaml").write_text(yaml.safe_dump(profile))
     job = root / "job.yaml"
-    job.write_text(f"framework: {{profile: {root / 'profile.yaml'}, repo: {repo}}}\n"
-                   f"model: {{path: {root / 'model'}}}\ntarget: {{arch: gfx90a}}\nsandbox: {{backend: local}}\n"
-                   "budgets: {launches: 3}\n"
-                   "bench: {isl: 64, osl: 32, num_prompts: 48, max_concurrency: 2}\n")
+    job.write_text(
+        f"framework: {{profile: {root / 'profile.yaml'}, repo: {repo}}}\n"
+        f"model: {{path: {root / 'model'}}}\ntarget: {{arch: gfx90a}}\nsandbox: {{backend: local}}\n"
+        "budgets: {launches: 3}\n"
+        "bench: {isl: 64, osl: 32, num_prompts: 48, max_concurrency: 2}\n"
+    )
     return job
 
 
@@ -86,8 +99,14 @@ PHASES: list[tuple[str, KillAt]] = [
 def _kill_during(args: list[str], env: dict, phase: str, kill_at: KillAt, errlog: Path) -> str:
     """Run `rocport port ARGS --json`, SIGKILL its process group in `phase`; returns the run id."""
     with errlog.open("a") as err:
-        proc = subprocess.Popen([*ROCPORT, "port", *args, "--json"], stdout=subprocess.PIPE, stderr=err,
-                                text=True, env=env, start_new_session=True)
+        proc = subprocess.Popen(
+            [*ROCPORT, "port", *args, "--json"],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            env=env,
+            start_new_session=True,
+        )
     run_id, seen = "", []
     for line in proc.stdout:
         event = json.loads(line)
@@ -99,7 +118,9 @@ def _kill_during(args: list[str], env: dict, phase: str, kill_at: KillAt, errlog
             os.killpg(proc.pid, signal.SIGKILL)
             break
     proc.wait(timeout=60)
-    assert proc.returncode == -signal.SIGKILL, f"the run ended before it reached {phase}: {errlog.read_text()[-800:]}"
+    assert proc.returncode == -signal.SIGKILL, (
+        f"the run ended before it reached {phase}: {errlog.read_text()[-800:]}"
+    )
     return run_id
 
 
@@ -116,7 +137,8 @@ def _servers_of(model: str) -> list[int]:
 
 
 def test_kill_9_at_every_phase_then_resume_gives_the_same_branch_and_a_benchmark(
-        fixture_job, tmp_path, monkeypatch):
+    fixture_job, tmp_path, monkeypatch
+):
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.setenv("ROCPORT_HOME", str(tmp_path / "reference"))
     reference = start_port(load_job([str(fixture_job)]))
@@ -124,13 +146,19 @@ def test_kill_9_at_every_phase_then_resume_gives_the_same_branch_and_a_benchmark
     ref_state = json.loads((tmp_path / "reference" / "runs" / reference.run_id / "state.json").read_text())
 
     home = tmp_path / "home"
-    env = {**os.environ, "ROCPORT_HOME": str(home), "BUILD_SLEEP": "3"}
+    env = {**os.environ, "ROCPORT_HOME": str(home)}
     errlog = tmp_path / "stderr.log"
     run_id = _kill_during(["-c", str(fixture_job)], env, *PHASES[0], errlog)
     for phase, kill_at in PHASES[1:]:
         assert _kill_during(["--resume", run_id], env, phase, kill_at, errlog) == run_id
-    final = subprocess.run([*ROCPORT, "port", "--resume", run_id, "--json"], check=False, capture_output=True,
-                           text=True, env=env, timeout=600)
+    final = subprocess.run(
+        [*ROCPORT, "port", "--resume", run_id, "--json"],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert final.returncode == 0, final.stderr[-2000:]
 
     run = home / "runs" / run_id
@@ -158,9 +186,24 @@ def test_kill_9_at_every_phase_then_resume_gives_the_same_branch_and_a_benchmark
 
 
 def test_a_second_resume_of_a_running_run_is_a_one_line_error_naming_the_holder(fixture_job, tmp_path):
-    env = {**os.environ, "ROCPORT_HOME": str(tmp_path / "home"), "BUILD_SLEEP": "30"}
-    first = subprocess.Popen([*ROCPORT, "port", "-c", str(fixture_job), "--json"], stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, text=True, env=env, start_new_session=True)
+    env = {**os.environ, "ROCPORT_HOME": str(tmp_path / "home")}
+    profile = yaml.safe_load((fixture_job.parent / "profile.yaml").read_text())
+    profile["env"]["BUILD_SLEEP"] = "30"  # the first run is still building when the second resume comes
+    (tmp_path / "profile.yaml").write_text(yaml.safe_dump(profile))
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        fixture_job.read_text().replace(
+            str(fixture_job.parent / "profile.yaml"), str(tmp_path / "profile.yaml")
+        )
+    )
+    first = subprocess.Popen(
+        [*ROCPORT, "port", "-c", str(job), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
     try:
         run_id = ""
         for line in first.stdout:
@@ -168,13 +211,25 @@ def test_a_second_resume_of_a_running_run_is_a_one_line_error_naming_the_holder(
             run_id = event.get("run_id", run_id)
             if event["event"] == "build_started":
                 break
-        second = subprocess.run([*ROCPORT, "port", "--resume", run_id], check=False, capture_output=True,
-                                text=True, env=env, timeout=120)
+        second = subprocess.run(
+            [*ROCPORT, "port", "--resume", run_id],
+            check=False,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
     finally:
         os.killpg(first.pid, signal.SIGKILL)
         first.wait()
     assert second.returncode == 2 and second.stderr.count("\n") == 1, second.stderr
     assert second.stderr.startswith("rocport: error: ") and f"process {first.pid}" in second.stderr
-    listed = subprocess.run([*ROCPORT, "runs", "--format", "json"], check=False, capture_output=True, text=True,
-                            env=env, timeout=120)
+    listed = subprocess.run(
+        [*ROCPORT, "runs", "--format", "json"],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert [r["status"] for r in json.loads(listed.stdout)] == ["killed (--resume)"]

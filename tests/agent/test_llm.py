@@ -1,9 +1,10 @@
 """OpenAIModel over real HTTP against a scripted OpenAI-compatible server; ScriptedModel; usage/cost."""
+
 import socket
 
 import pytest
 
-from agent.llm import LLMError, OpenAIModel, Pricing, ScriptedModel, ScriptExhausted, Usage
+from agent.proposers.llm.model import LLMError, OpenAIModel, Pricing, ScriptedModel, ScriptExhausted, Usage
 from tests.agent.scripted_openai import ScriptedOpenAIServer, chat_response
 
 SECRET = "sk-test-secret-value-123"
@@ -11,12 +12,29 @@ SECRET = "sk-test-secret-value-123"
 
 def test_tool_calls_and_usage_over_http():
     with ScriptedOpenAIServer() as srv:
-        srv.queue.append((200, chat_response(tool_calls=[("read_file", {"path": "a.cu", "start_line": 3})],
-                                             prompt_tokens=321, completion_tokens=12)))
+        srv.queue.append(
+            (
+                200,
+                chat_response(
+                    tool_calls=[("read_file", {"path": "a.cu", "start_line": 3})],
+                    prompt_tokens=321,
+                    completion_tokens=12,
+                ),
+            )
+        )
         model = OpenAIModel("my-model", base_url=srv.base_url, api_key=SECRET, max_retries=0)
-        reply = model.complete([{"role": "user", "content": "hi"}], tools=[{"type": "function", "function": {
-            "name": "read_file", "parameters": {"type": "object", "properties": {}}}}])
-    assert [(c.name, c.arguments) for c in reply.tool_calls] == [("read_file", {"path": "a.cu", "start_line": 3})]
+        reply = model.complete(
+            [{"role": "user", "content": "hi"}],
+            tools=[
+                {
+                    "type": "function",
+                    "function": {"name": "read_file", "parameters": {"type": "object", "properties": {}}},
+                }
+            ],
+        )
+    assert [(c.name, c.arguments) for c in reply.tool_calls] == [
+        ("read_file", {"path": "a.cu", "start_line": 3})
+    ]
     assert (reply.prompt_tokens, reply.completion_tokens) == (321, 12)
     sent = srv.requests[0]
     assert sent["path"] == "/v1/chat/completions" and sent["body"]["model"] == "my-model"

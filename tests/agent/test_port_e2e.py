@@ -1,4 +1,5 @@
 """`rocport port` end to end on a small real repo with real faults, real hipcc/nvcc, real git, real SQLite."""
+
 from __future__ import annotations
 
 import json
@@ -13,7 +14,7 @@ import git
 import pytest
 
 from agent.config import load_job
-from agent.port import resume_port, start_port
+from agent.loop.port import resume_port, start_port
 from tests.agent.portfixture import FILES, HEADER_FAULTS, make_job
 
 ROCPORT = [sys.executable, "-c", "from agent.cli import main; main()"]
@@ -50,8 +51,13 @@ def test_rules_only_run_reaches_green_in_two_builds(home, tmp_path, git_repo, hi
     assert "#include <cuda_runtime.h>" in fixed and "USE_ROCM" in fixed
     # The ROCm build is green for real, and nvcc still compiles the patched kernels.
     for unit in ("csrc/warp_reduce.cu", "csrc/scale.cu"):
-        out = subprocess.run(["nvcc", "-arch=sm_90", "-c", unit, "-o", "/dev/null"], cwd=state["repo_dir"],
-                             check=False, capture_output=True, text=True)
+        out = subprocess.run(
+            ["nvcc", "-arch=sm_90", "-c", unit, "-o", "/dev/null"],
+            cwd=state["repo_dir"],
+            check=False,
+            capture_output=True,
+            text=True,
+        )
         assert out.returncode == 0, out.stderr
     report = (home / "runs" / result.run_id / "report.md").read_text()
     assert "green" in report and "rule:" in report
@@ -72,19 +78,27 @@ def test_budget_of_one_build_stops_cleanly_with_a_partial_report(home, tmp_path,
 
 def _runs_json(home: Path) -> list[dict]:
     import sqlite3
+
     with sqlite3.connect(home / "runs.sqlite") as db:
         return [{"run_id": r[0], "status": r[1]} for r in db.execute("SELECT run_id, status FROM runs")]
 
 
 def _rocport(*args: str, env: dict) -> subprocess.Popen:
-    return subprocess.Popen([*ROCPORT, *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    return subprocess.Popen(
+        [*ROCPORT, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
 
 
 def test_kill_9_mid_build_then_resume_does_not_redo_kept_patches(home, tmp_path, git_repo, hipcc, nvcc):
     repo = git_repo(HEADER_FAULTS)
-    env = {**os.environ, "ROCPORT_HOME": str(home), "BUILD_SLEEP": "4"}
-    proc = _rocport("port", *[a for s in make_job(tmp_path, repo) for a in ("-c", s)], "--json", env=env)
+    env = {**os.environ, "ROCPORT_HOME": str(home)}
+    job = make_job(tmp_path, repo, build_sleep=4)
+    proc = _rocport("port", *[a for s in job for a in ("-c", s)], "--json", env=env)
     run_id, kept_before = None, 0
     for line in proc.stdout:
         event = json.loads(line)
@@ -96,8 +110,14 @@ def test_kill_9_mid_build_then_resume_does_not_redo_kept_patches(home, tmp_path,
             break
     proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL and run_id and kept_before >= 1
-    resumed = subprocess.run([*ROCPORT, "port", "--resume", run_id, "--json"],
-                             check=False, capture_output=True, text=True, env=env, timeout=600)
+    resumed = subprocess.run(
+        [*ROCPORT, "port", "--resume", run_id, "--json"],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     events = [json.loads(ln) for ln in resumed.stdout.splitlines() if ln.startswith("{")]
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert not [e for e in events if e["event"] in ("patch_kept", "proposed")]  # nothing redone
@@ -111,16 +131,25 @@ def test_kill_9_mid_build_then_resume_does_not_redo_kept_patches(home, tmp_path,
 
 
 def test_resume_of_an_unknown_run_is_a_one_line_error(home):
-    out = subprocess.run([*ROCPORT, "port", "--resume", "nope-123"],
-                         check=False, capture_output=True, text=True, env={**os.environ, "ROCPORT_HOME": str(home)})
+    out = subprocess.run(
+        [*ROCPORT, "port", "--resume", "nope-123"],
+        check=False,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "ROCPORT_HOME": str(home)},
+    )
     assert out.returncode == 2
     assert out.stderr.count("\n") == 1 and "no run 'nope-123'" in out.stderr
 
 
 def test_bad_job_is_a_one_line_error(home, tmp_path):
-    out = subprocess.run([*ROCPORT, "port", "-c", "framework.profile=tinykernels",
-                          "-c", "budgets.bulids=2"], check=False, capture_output=True, text=True,
-                         env={**os.environ, "ROCPORT_HOME": str(home)})
+    out = subprocess.run(
+        [*ROCPORT, "port", "-c", "framework.profile=tinykernels", "-c", "budgets.bulids=2"],
+        check=False,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "ROCPORT_HOME": str(home)},
+    )
     assert out.returncode == 2 and "unknown key budgets.bulids" in out.stderr and out.stderr.count("\n") == 1
 
 
@@ -132,19 +161,26 @@ def test_resume_finished_run_reports_it_again(home, tmp_path, git_repo, hipcc, n
 
 
 def test_flagship_glm52_port_in_the_rocm_container_is_green_in_two_builds_and_one_launch(
-        home, tmp_path, rocm_image, nvcc):
+    home, tmp_path, rocm_image, nvcc
+):
     """The GLM-5.2 port (evals/tasks/glm52_mi355x): CUDA-only headers in a fused kernel, and the MTP
     head's shared experts misnamed in both the weight names and the quant exclusions, on gfx950."""
     from evals.taskdefs import load_task, materialize
 
     task = load_task("glm52_mi355x")
     repo = materialize(task, tmp_path / "repo")
-    subprocess.run([sys.executable, "-m", "tinyserve.make_checkpoint", "--out", str(tmp_path / "model")],
-                   cwd=repo, check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "tinyserve.make_checkpoint", "--out", str(tmp_path / "model")],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
     job = tmp_path / "job.yaml"
-    job.write_text(f"framework: {{profile: tinyserve, repo: {repo}}}\nmodel: {{path: {tmp_path / 'model'}}}\n"
-                   f"target: {{arch: {task.target_arch}, image: {rocm_image}}}\n"
-                   "bench: {isl: 320, osl: 16, num_prompts: 16, max_concurrency: 4, cache_hit_rate: 0.6}\n")
+    job.write_text(
+        f"framework: {{profile: tinyserve, repo: {repo}}}\nmodel: {{path: {tmp_path / 'model'}}}\n"
+        f"target: {{arch: {task.target_arch}, image: {rocm_image}}}\n"
+        "bench: {isl: 320, osl: 16, num_prompts: 16, max_concurrency: 4, cache_hit_rate: 0.6}\n"
+    )
     result = start_port(load_job([str(job)]))
     assert result.status == "green", result.reason
     c = result.counters
@@ -163,8 +199,13 @@ def test_flagship_glm52_port_in_the_rocm_container_is_green_in_two_builds_and_on
 def test_unknown_ref_is_a_one_line_error_and_the_run_is_marked_failed(home, tmp_path, git_repo):
     repo = git_repo(HEADER_FAULTS)
     args = [a for s in make_job(tmp_path, repo, "framework.ref=no-such-branch") for a in ("-c", s)]
-    out = subprocess.run([*ROCPORT, "port", *args], check=False, capture_output=True, text=True,
-                         env={**os.environ, "ROCPORT_HOME": str(home)})
+    out = subprocess.run(
+        [*ROCPORT, "port", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "ROCPORT_HOME": str(home)},
+    )
     assert out.returncode == 2 and out.stderr.count("\n") == 1
     assert "ref 'no-such-branch' not found" in out.stderr
     assert [r["status"] for r in _runs_json(home)] == ["failed"]

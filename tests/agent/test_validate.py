@@ -1,11 +1,12 @@
-"""agent/validate.py: only patches that pass hipcc, nvcc and the CUDA -E identity are kept."""
+"""agent/patch/validate.py: only patches that pass hipcc, nvcc and the CUDA -E identity are kept."""
+
 from __future__ import annotations
 
 import subprocess
 
-from agent.rules import file_diff
-from agent.units import touched_units
-from agent.validate import Toolchains, Validator, cuda_tokens
+from agent.patch.units import touched_units
+from agent.patch.validate import Toolchains, Validator, cuda_tokens
+from agent.proposers.rules import file_diff
 from sandboxes.local import LocalSandbox
 from tools.records import Failure, Proposal
 
@@ -17,13 +18,20 @@ __global__ void k(__half* x) { x[0] = __float2half(1.f); }
 
 
 def _tools(root) -> Toolchains:
-    return Toolchains(hip=LocalSandbox(root), arch="gfx90a", cuda=LocalSandbox(root),
-                      extra_env={"HIP_PLATFORM": "amd"})
+    return Toolchains(
+        hip=LocalSandbox(root), arch="gfx90a", cuda=LocalSandbox(root), extra_env={"HIP_PLATFORM": "amd"}
+    )
 
 
 def _fail(symbol: str) -> Failure:
-    return Failure(kind="cuda_header", message=f"'{symbol}' file not found", file="k.cu", symbol=symbol,
-                   signature=f"cuda_header:k.cu:{symbol}", facts={"unit": "k.cu"})
+    return Failure(
+        kind="cuda_header",
+        message=f"'{symbol}' file not found",
+        file="k.cu",
+        symbol=symbol,
+        signature=f"cuda_header:k.cu:{symbol}",
+        facts={"unit": "k.cu"},
+    )
 
 
 def _proposal(root, new: str, files=("k.cu",)) -> Proposal:
@@ -32,8 +40,9 @@ def _proposal(root, new: str, files=("k.cu",)) -> Proposal:
 
 
 def _status(root) -> str:
-    return subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True,
-                          check=True).stdout
+    return subprocess.run(
+        ["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout
 
 
 def test_patch_that_breaks_the_cuda_build_is_reverted(git_repo, hipcc, nvcc):
@@ -50,8 +59,10 @@ def test_patch_that_breaks_the_cuda_build_is_reverted(git_repo, hipcc, nvcc):
 
 def test_targeted_failure_still_there_is_rejected(git_repo, hipcc, nvcc):
     root = git_repo({"k.cu": KERNEL})
-    only_runtime = KERNEL.replace("#include <cuda_runtime.h>\n", "#ifdef USE_ROCM\n#include <hip/hip_runtime.h>\n"
-                                  "#else\n#include <cuda_runtime.h>\n#endif\n")
+    only_runtime = KERNEL.replace(
+        "#include <cuda_runtime.h>\n",
+        "#ifdef USE_ROCM\n#include <hip/hip_runtime.h>\n#else\n#include <cuda_runtime.h>\n#endif\n",
+    )
     outcome = Validator(root, _tools(root)).validate(_proposal(root, only_runtime), _fail("cuda_fp16.h"))
     assert not outcome.kept and "targeted failure still reported" in outcome.reason
     assert _status(root) == ""
@@ -66,9 +77,16 @@ def test_path_escape_is_refused_before_anything_runs(git_repo, tmp_path):
 
 
 def test_header_edit_compiles_the_units_that_include_it(git_repo):
-    root = git_repo({"csrc/common.cuh": "#pragma once\n", "csrc/a.cu": '#include "common.cuh"\n',
-                     "csrc/ops/b.cu": '#include "../mid.cuh"\n', "csrc/mid.cuh": '#include "common.cuh"\n',
-                     "csrc/c.cu": "int c;\n", "csrc/lonely.cuh": "int l;\n"})
+    root = git_repo(
+        {
+            "csrc/common.cuh": "#pragma once\n",
+            "csrc/a.cu": '#include "common.cuh"\n',
+            "csrc/ops/b.cu": '#include "../mid.cuh"\n',
+            "csrc/mid.cuh": '#include "common.cuh"\n',
+            "csrc/c.cu": "int c;\n",
+            "csrc/lonely.cuh": "int l;\n",
+        }
+    )
     assert touched_units(root, ["csrc/common.cuh"]) == ["csrc/a.cu", "csrc/ops/b.cu"]
     assert touched_units(root, ["csrc/lonely.cuh", "csrc/c.cu"]) == ["csrc/c.cu", "csrc/lonely.cuh"]
 
@@ -82,18 +100,67 @@ def test_cuda_tokens_ignore_line_markers_and_spacing_not_content():
 
 def test_profile_templates_without_language_still_preprocess_headers(git_repo, nvcc):
     from agent.profiles import load_profile
-    root = git_repo({"csrc/compat.h": "#pragma once\n#define A 1\n", "csrc/k.cu": '#include "compat.h"\nint a = A;\n'})
-    tools = Toolchains.from_profile(LocalSandbox(root), LocalSandbox(root), "gfx942", load_profile("tinyserve"))
+
+    root = git_repo(
+        {"csrc/compat.h": "#pragma once\n#define A 1\n", "csrc/k.cu": '#include "compat.h"\nint a = A;\n'}
+    )
+    tools = Toolchains.from_profile(
+        LocalSandbox(root), LocalSandbox(root), "gfx942", load_profile("tinyserve")
+    )
     tokens = Validator(root, tools).preprocess(["csrc/compat.h", "csrc/k.cu"])
-    assert isinstance(tokens["csrc/compat.h"], list) and tokens["csrc/k.cu"][-5:] == ["int", "a", "=", "1", ";"]
+    assert isinstance(tokens["csrc/compat.h"], list) and tokens["csrc/k.cu"][-5:] == [
+        "int",
+        "a",
+        "=",
+        "1",
+        ";",
+    ]
 
 
 def test_without_nvcc_the_evidence_says_cuda_was_not_checked(git_repo, hipcc):
     root = git_repo({"k.cu": KERNEL})
-    guarded = KERNEL.replace("#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n",
-                             "#ifdef USE_ROCM\n#include <hip/hip_runtime.h>\n#include <hip/hip_fp16.h>\n#else\n"
-                             "#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#endif\n")
+    guarded = KERNEL.replace(
+        "#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n",
+        "#ifdef USE_ROCM\n#include <hip/hip_runtime.h>\n#include <hip/hip_fp16.h>\n#else\n"
+        "#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#endif\n",
+    )
     tools = Toolchains(hip=LocalSandbox(root), arch="gfx90a", extra_env={"HIP_PLATFORM": "amd"})
     outcome = Validator(root, tools).validate(_proposal(root, guarded), _fail("cuda_runtime.h"))
     assert outcome.kept
-    assert [(c.name, c.detail) for c in outcome.checks][-1] == ("cuda checks", "skipped: no nvcc on this machine")
+    assert [(c.name, c.detail) for c in outcome.checks][-1] == (
+        "cuda checks",
+        "skipped: no nvcc on this machine",
+    )
+
+
+def test_a_header_patch_recompiles_no_includer_that_does_not_use_its_lines(git_repo, hipcc):
+    """The build compiled both includers; a guarded macro added to their header changes only line markers
+    in them, so their ROCm unit checks reuse the build's objects (compiled nothing)."""
+    from sandboxes.compile_service import CompileService
+
+    header = "#pragma once\n#include <hip/hip_runtime.h>\n#define SCALE 2.0f\n"
+    unit = '#include "common.h"\n__global__ void k_{n}(float* x) {{ x[0] *= SCALE; }}\n'
+    root = git_repo({"csrc/common.h": header, **{f"csrc/{n}.cu": unit.format(n=n) for n in "ab"}})
+    box = LocalSandbox(root, env={"HIP_PLATFORM": "amd"})
+    service = CompileService.start(box)
+    try:
+        unit_cmd = (
+            "hipcc -x hip --offload-arch={arch} -DUSE_ROCM -Icsrc -c {file} -o {out}"  # the build's flags
+        )
+        tools = Toolchains(
+            hip=box, arch="gfx90a", hip_unit=unit_cmd, hip_service=service, sources=["csrc/*.cu"]
+        )
+        build = " && ".join(unit_cmd.format(arch="gfx90a", file=f"csrc/{n}.cu", out=f"{n}.o") for n in "ab")
+        assert box.run(service.build_prefix() + build, timeout=600).ok
+        guarded = (
+            header + "#ifdef USE_ROCM\n#define WARP_SHFL_XOR(mask, ...) __shfl_xor(__VA_ARGS__)\n#endif\n"
+        )
+        diff = file_diff("csrc/common.h", header, guarded)
+        outcome = Validator(root, tools).validate(Proposal("s", "t", diff, "t", ["csrc/common.h"]), None)
+        assert outcome.kept, outcome.reason
+        assert {c.name for c in outcome.checks} >= {"hipcc gfx90a csrc/a.cu", "hipcc gfx90a csrc/b.cu"}
+        kinds = [line.split("\t")[0] for line in (service.cache_dir / "ledger").read_text().splitlines()]
+        assert kinds == ["miss", "miss", "line markers only", "line markers only"]
+    finally:
+        service.close()
+        box.close()

@@ -1,4 +1,5 @@
 """`rocport fix` in waves: masked errors are found by recompiling, and a failing unit is never called proven."""
+
 from __future__ import annotations
 
 import subprocess
@@ -6,7 +7,7 @@ import subprocess
 from typer.testing import CliRunner
 
 from agent.cli import app
-from agent.validate import Toolchains, Validator
+from agent.patch.validate import Toolchains, Validator
 from sandboxes.local import LocalSandbox
 from tests.agent.rules.helpers import failure
 from tools.records import Proposal
@@ -39,21 +40,35 @@ def test_masked_errors_are_fixed_in_the_next_wave_and_the_table_tells_the_truth(
     subjects = _git(root, "log", "--format=%s", "main..HEAD").splitlines()
     assert "Route warp intrinsics through the compat header in csrc/layered.cu" in subjects  # wave 2
     assert "1/2 unit(s) compile for ROCm; 1 still fail" in result.output
-    stuck = _git(root, "log", "-1", "--format=%B", "--", "csrc/stuck.cu")
+    # The stuck unit's patch proves nothing: it is withdrawn from the branch, kept on <branch>-partial.
+    assert "csrc/stuck.cu" not in _git(root, "diff", "--name-only", "main..HEAD")
+    assert "1 patch(es) withdrawn" in result.output and "withdrawn" in result.output
+    partial = _git(root, "branch", "--show-current").strip() + "-partial"
+    stuck = _git(root, "log", "-1", "--format=%B", partial, "--", "csrc/stuck.cu")
     assert "[still fails] hipcc gfx90a csrc/stuck.cu" in stuck and "cudaNoSuchThing" in stuck
     assert "[ok] hipcc gfx90a csrc/stuck.cu" not in stuck  # a failing unit is never called proven
 
 
 def test_identity_proof_ignores_line_numbers_that_a_guard_shifts(git_repo, hipcc, nvcc):
     """A guard above a macro that expands __LINE__ changes no CUDA token but the line numbers."""
-    before = ("#define HERE() where(__LINE__, __COUNTER__)\nint where(int, int);\n#include <cuda_runtime.h>\n"
-              "int here = HERE();\n")
-    after = before.replace("#include <cuda_runtime.h>\n",
-                           "#ifdef USE_ROCM\n#include <hip/hip_runtime.h>\n#else\n#include <cuda_runtime.h>\n#endif\n")
+    before = (
+        "#define HERE() where(__LINE__, __COUNTER__)\nint where(int, int);\n#include <cuda_runtime.h>\n"
+        "int here = HERE();\n"
+    )
+    after = before.replace(
+        "#include <cuda_runtime.h>\n",
+        "#ifdef USE_ROCM\n#include <hip/hip_runtime.h>\n#else\n#include <cuda_runtime.h>\n#endif\n",
+    )
     root = git_repo({"k.cu": before})
-    from agent.rules import file_diff
-    prop = Proposal(failure_signature="s", proposer="test", diff=file_diff("k.cu", before, after), rationale="",
-                    files=["k.cu"])
+    from agent.proposers.rules import file_diff
+
+    prop = Proposal(
+        failure_signature="s",
+        proposer="test",
+        diff=file_diff("k.cu", before, after),
+        rationale="",
+        files=["k.cu"],
+    )
     tools = Toolchains(hip=LocalSandbox(root), arch="gfx90a", cuda=LocalSandbox(root))
     outcome = Validator(root, tools).validate(prop, failure("cuda_header", "k.cu", "cuda_runtime.h"))
     identity = [c for c in outcome.checks if c.name.startswith("cuda -E identity")]

@@ -1,8 +1,10 @@
 """`rocport demo` watched the way a person watches it: in a real terminal (tmux), one screen capture every
 2 s. While the port runs, no two consecutive captures are the same: the clock, the spinner, the current
 command or its last log line always moved."""
+
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import subprocess
@@ -18,15 +20,20 @@ DONE = "__ROCPORT_DEMO_DONE__"
 
 
 def _capture(session: str) -> str:
-    return subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True).stdout
+    return subprocess.run(
+        ["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True
+    ).stdout
 
 
+@pytest.mark.slow
 def test_demo_screen_never_freezes_during_a_phase(tmp_path, rocm_image, nvcc):
     require(shutil.which("tmux") is not None, "tmux (apt-get install tmux)")
     session = f"rocport-demo-{uuid.uuid4().hex[:8]}"
     env = f"ROCPORT_HOME={tmp_path / 'home'} PYTHONPATH={os.getcwd()}"
-    cmd = (f"env {env} {sys.executable} -m agent.cli demo --workdir {tmp_path / 'work'}; echo {DONE} rc=$?; "
-           f"sleep 60")
+    cmd = (
+        f"env {env} {sys.executable} -m agent.cli demo --workdir {tmp_path / 'work'}; echo {DONE} rc=$?; "
+        f"sleep 60"
+    )
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "48", cmd], check=True)
     screens: list[str] = []
     try:
@@ -45,6 +52,6 @@ def test_demo_screen_never_freezes_during_a_phase(tmp_path, rocm_image, nvcc):
     assert f"{DONE} rc=0" in final, final
     live = [s for s in screens if "iter " in s and "total " in s]  # the live panel is on screen
     assert len(live) >= 5, screens[-1]
-    frozen = [(a, b) for a, b in zip(live, live[1:]) if a == b]
+    frozen = [(a, b) for a, b in itertools.pairwise(live) if a == b]
     assert not frozen, "the same screen twice, 2 s apart:\n" + (frozen[0][0] if frozen else "")
     assert any("$ " in s for s in live), "the current command is never shown"

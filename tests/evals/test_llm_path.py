@@ -1,7 +1,11 @@
-"""The LLM path on the fixture framework: a fault no rule covers (inline PTX lop3 in the MoE gate) is
-fixed through the ScriptedModel's tool calls inside a real port, in the ROCm container, and proven by
-the same checks as a rule patch (hipcc and nvcc unit compiles, CUDA -E identity, the rebuild)."""
-from agent.llm import ScriptedModel
+"""The LLM path on the fixture framework: inline PTX lop3 in the MoE gate is fixed through the
+ScriptedModel's tool calls inside a real port, in the ROCm container, and proven by the same checks as a
+rule patch (hipcc and nvcc unit compiles, CUDA -E identity, the rebuild). The PTX rule now translates
+this lop3 itself, so the port runs with the LLM as its only proposer (strategy `llm`)."""
+
+import pytest
+
+from agent.proposers.llm.model import ScriptedModel
 from evals.runner import run_task
 from evals.taskdefs import load_task
 
@@ -9,17 +13,36 @@ ASM = '  asm("lop3.b32 %0, %1, %2, %3, 0xFC;" : "=r"(out) : "r"(mask), "r"(bits)
 SCRIPT = [
     [("grep", {"pattern": "lop3", "glob": "csrc/*"})],
     [("read_file", {"path": "csrc/moe_gate.cu", "start_line": 1, "end_line": 20})],
-    [("propose_edit", {"path": "csrc/moe_gate.cu", "search": ASM,
-                       "replace": f"#ifdef USE_ROCM\n  out = mask | bits;  // LOP3 truth table 0xFC is a | b\n#else\n{ASM}#endif\n"})],
+    [
+        (
+            "propose_edit",
+            {
+                "path": "csrc/moe_gate.cu",
+                "search": ASM,
+                "replace": (
+                    "#ifdef USE_ROCM\n  out = mask | bits;  // LOP3 truth table 0xFC is a | b\n"
+                    f"#else\n{ASM}#endif\n"
+                ),
+            },
+        )
+    ],
     [("compile_check", {"path": "csrc/moe_gate.cu"})],
-    [("finish", {"rationale": "LOP3 with truth table 0xFC computes mask | bits; AMDGPU has no PTX, so ROCm "
-                              "uses the plain expression and CUDA keeps its instruction."})],
+    [
+        (
+            "finish",
+            {
+                "rationale": "LOP3 with truth table 0xFC computes mask | bits; AMDGPU has no PTX, so ROCm "
+                "uses the plain expression and CUDA keeps its instruction."
+            },
+        )
+    ],
 ]
 
 
+@pytest.mark.slow
 def test_scripted_llm_fixes_inline_ptx_in_a_real_port(tmp_path, rocm_image, nvcc):
     model = ScriptedModel(list(SCRIPT))
-    run = run_task(load_task("inline_ptx_moe_gate"), "rules+llm", tmp_path, model=model)
+    run = run_task(load_task("inline_ptx_moe_gate"), "llm", tmp_path, model=model)
     assert run.resolved, run.reason
     assert run.llm_tokens > 0 and run.builds == 2 and run.launches == 1 and run.patches_kept == 1
     assert len(model.seen) == len(SCRIPT)  # the model was asked exactly as scripted, no more

@@ -1,18 +1,37 @@
 """`rocport eval` end to end on two tasks in real ROCm containers: a kernel fault and a load fault,
 both resolved by rules alone with one launch and no LLM tokens; the JSON and table say so."""
+
 import json
 import os
 import subprocess
 import sys
 
+import pytest
 
+
+@pytest.mark.slow
 def test_eval_resolves_two_rule_tasks(tmp_path, rocm_image, nvcc):
     out_json = tmp_path / "eval.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "agent.cli", "eval", "cuda_header_activation", "weight_name_mtp_shared_experts",
-         "--strategy", "rules", "--workdir", str(tmp_path / "work"), "--output", str(out_json)],
-        capture_output=True, text=True, timeout=1800, env={**os.environ, "ROCPORT_HOME": str(tmp_path / "home"),
-                                                           "COLUMNS": "200"})
+        [
+            sys.executable,
+            "-m",
+            "agent.cli",
+            "eval",
+            "cuda_header_activation",
+            "weight_name_mtp_shared_experts",
+            "--strategy",
+            "rules",
+            "--workdir",
+            str(tmp_path / "work"),
+            "--output",
+            str(out_json),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env={**os.environ, "ROCPORT_HOME": str(tmp_path / "home"), "COLUMNS": "200"},
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     data = json.loads(out_json.read_text())
     runs = {r["task"]: r for r in data["runs"]}
@@ -31,9 +50,14 @@ def test_eval_resolves_two_rule_tasks(tmp_path, rocm_image, nvcc):
 
 def test_unknown_task_and_strategy_are_one_line_errors(tmp_path):
     env = {**os.environ, "ROCPORT_HOME": str(tmp_path)}
-    bad_task = subprocess.run([sys.executable, "-m", "agent.cli", "eval", "no_such_task"], capture_output=True,
-                              text=True, env=env)
+    bad_task = subprocess.run(
+        [sys.executable, "-m", "agent.cli", "eval", "no_such_task"], capture_output=True, text=True, env=env
+    )
     assert bad_task.returncode == 2 and "no task 'no_such_task'" in bad_task.stderr
-    bad_strategy = subprocess.run([sys.executable, "-m", "agent.cli", "eval", "--strategy", "magic"],
-                                  capture_output=True, text=True, env=env)
+    bad_strategy = subprocess.run(
+        [sys.executable, "-m", "agent.cli", "eval", "--strategy", "magic"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert bad_strategy.returncode == 2 and "unknown strategy 'magic'" in bad_strategy.stderr

@@ -1,6 +1,7 @@
 """Eval tasks: each materializes to a one-commit git repo with its faults, and each injected fault really
 fails the real way before any fix: the ROCm build in the image, the model load at server launch, the
 launch flags; rocport's diagnose names the expected kind. The CUDA build of every faulty kernel stays green."""
+
 from __future__ import annotations
 
 import shlex
@@ -41,21 +42,32 @@ def git(repo: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def assert_diagnosed(log: str, expected: ExpectedFailure, repo: Path, source: str) -> None:
-    assert expected.log_contains in log, f"{expected.kind}: {expected.log_contains!r} not in log:\n{log[-3000:]}"
+    assert expected.log_contains in log, (
+        f"{expected.kind}: {expected.log_contains!r} not in log:\n{log[-3000:]}"
+    )
     found = diagnose_text(log, repo_root=repo, source=source)
-    hits = [f for f in found if f.kind == expected.kind
-            and (expected.symbol is None or f.symbol == expected.symbol)]
+    hits = [
+        f
+        for f in found
+        if f.kind == expected.kind and (expected.symbol is None or f.symbol == expected.symbol)
+    ]
     assert hits, f"{expected.kind}/{expected.symbol} not diagnosed; got {[(f.kind, f.symbol) for f in found]}"
     if expected.file:
         assert any(f.file == expected.file for f in hits), [f.file for f in hits]
 
 
 def failing_units(task: Task) -> list[str]:
-    return sorted({f.file for f in task.failures_at("build") + task.failures_at("scan")
-                   if f.file and f.file.endswith(".cu")})
+    return sorted(
+        {
+            f.file
+            for f in task.failures_at("build") + task.failures_at("scan")
+            if f.file and f.file.endswith(".cu")
+        }
+    )
 
 
 # --- the suite and its format ---------------------------------------------------------------------------
+
 
 def test_suite_covers_the_promised_classes_and_outcomes():
     assert len(TASKS) >= 12
@@ -101,13 +113,18 @@ def test_bad_task_input_gets_one_line_errors(tmp_path: Path):
     with pytest.raises(TaskError, match="no task 'nope': use one of"):
         load_task("nope")
     bad = tmp_path / "bad.yaml"
-    bad.write_text("name: x\ndescription: y\nexpected_failures: []\nsuccess: [fly]\nrule_fixable: true\n"
-                   "expect: resolve\n")
-    with pytest.raises(TaskError, match="bad.yaml"):
+    bad.write_text(
+        "name: x\ndescription: y\nexpected_failures: []\nsuccess: [fly]\nrule_fixable: true\n"
+        "expect: resolve\n"
+    )
+    with pytest.raises(TaskError, match=r"bad.yaml"):
         load_task(str(bad))
     stale = tmp_path / "stale.patch"
-    stale.write_text((TASKS_DIR / "patches/activation_cuda_headers.patch").read_text()
-                     .replace("#include \"rocm_compat.h\"", "#include \"gone.h\""))
+    stale.write_text(
+        (TASKS_DIR / "patches/activation_cuda_headers.patch")
+        .read_text()
+        .replace('#include "rocm_compat.h"', '#include "gone.h"')
+    )
     task = TASKS["cuda_header_activation"].model_copy(update={"patches": [str(stale)]})
     with pytest.raises(TaskError, match="does not apply"):
         materialize(task, tmp_path / "repo")
@@ -118,6 +135,7 @@ def test_bad_task_input_gets_one_line_errors(tmp_path: Path):
 
 
 # --- build faults -----------------------------------------------------------------------------------
+
 
 def with_reference_fix(task: Task, repo: Path) -> Path:
     for patch in task.reference_fix:
@@ -131,50 +149,86 @@ def build_line(repo: Path, backend_args: str, units: list[str] | None, log: str)
 
 
 @pytest.mark.docker
-def test_build_faults_fail_the_real_way_in_the_rocm_image(rocm_image, tmp_path: Path):
-    lines = []
-    for task in BUILD_TASKS:
-        repo = materialize(task, tmp_path / task.name)
-        units = None if task.name in FULL_BUILD else failing_units(task)
-        lines.append(build_line(repo, f"--backend rocm --arch {task.target_arch}", units, "build.log"))
-        if task.reference_fix:  # the known-good fix really makes it build
-            fixed = with_reference_fix(task, materialize(task, tmp_path / f"{task.name}-fixed"))
-            lines.append(build_line(fixed, f"--backend rocm --arch {task.target_arch}", units, "build.log"))
-    proc = subprocess.run(["docker", "run", "--rm", "--network", "none", "-v", f"{tmp_path}:{tmp_path}",
-                           ROCM_IMAGE, "bash", "-c", "\n".join(lines)], capture_output=True, text=True,
-                          timeout=850, check=False)
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(t.name for t in BUILD_TASKS))
+def test_build_faults_fail_the_real_way_in_the_rocm_image(name: str, rocm_image, tmp_path: Path):
+    """One test (one container) per task, so parallel runs spread the builds: the faulty copy fails
+    where the task says, and its reference fix, when it has one, builds."""
+    task = TASKS[name]
+    units = None if task.name in FULL_BUILD else failing_units(task)
+    repo = materialize(task, tmp_path / task.name)
+    lines = [build_line(repo, f"--backend rocm --arch {task.target_arch}", units, "build.log")]
+    if task.reference_fix:  # the known-good fix really makes it build
+        fixed = with_reference_fix(task, materialize(task, tmp_path / f"{task.name}-fixed"))
+        lines.append(build_line(fixed, f"--backend rocm --arch {task.target_arch}", units, "build.log"))
+    proc = subprocess.run(
+        [
+            "docker",
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "-v",
+            f"{tmp_path}:{tmp_path}",
+            ROCM_IMAGE,
+            "bash",
+            "-c",
+            "\n".join(lines),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=850,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
-    for task in BUILD_TASKS:
-        repo = tmp_path / task.name
-        log = (repo / "build.log").read_text()
-        assert (repo / "build.log.rc").read_text().strip() != "0", f"{task.name} built:\n{log[-2000:]}"
-        assert f"--offload-arch={task.target_arch}" in log
-        for failure in task.failures_at("build"):
-            assert f"FAILED: build/{Path(failure.file).stem}.o" in log, task.name
-            assert_diagnosed(log, failure, repo, "hipcc")
-        if task.reference_fix:
-            fixed = tmp_path / f"{task.name}-fixed"
-            assert (fixed / "build.log.rc").read_text().strip() == "0", (fixed / "build.log").read_text()[-2000:]
-    combined = (tmp_path / "kernels_combined" / "build.log").read_text()
-    assert combined.count("FAILED: ") == 3  # keep-going: every broken unit in one build
+    log = (repo / "build.log").read_text()
+    assert (repo / "build.log.rc").read_text().strip() != "0", f"{task.name} built:\n{log[-2000:]}"
+    assert f"--offload-arch={task.target_arch}" in log
+    for failure in task.failures_at("build"):
+        assert f"FAILED: build/{Path(failure.file).stem}.o" in log, task.name
+        assert_diagnosed(log, failure, repo, "hipcc")
+    if task.reference_fix:
+        fixed = tmp_path / f"{task.name}-fixed"
+        assert (fixed / "build.log.rc").read_text().strip() == "0", (fixed / "build.log").read_text()[-2000:]
+    if task.name == "kernels_combined":
+        assert log.count("FAILED: ") == 3  # keep-going: every broken unit in one build
+
+
+def test_the_rocm_builds_cover_every_task_with_build_faults_and_the_combined_one():
+    assert len(BUILD_TASKS) >= 5 and "kernels_combined" in {t.name for t in BUILD_TASKS}
+
+
+NVCC_TASKS = sorted(name for name, task in TASKS.items() if failing_units(task) and name not in FULL_BUILD)
 
 
 @pytest.mark.nvcc
-def test_faulty_and_reference_fixed_kernels_build_with_nvcc(nvcc, tmp_path: Path):
-    for task in TASKS.values():
-        units = failing_units(task)
-        if not units or task.name in FULL_BUILD:
-            continue
-        repos = [materialize(task, tmp_path / task.name)]
-        if task.reference_fix:
-            repos.append(with_reference_fix(task, materialize(task, tmp_path / f"{task.name}-fixed")))
-        for repo in repos:
-            proc = subprocess.run([sys.executable, "build.py", "--backend", "cuda", "--units", *units], cwd=repo,
-                                  capture_output=True, text=True, timeout=300, check=False)
-            assert proc.returncode == 0, f"{repo.name}: the CUDA build broke:\n{proc.stdout[-2000:]}"
+@pytest.mark.parametrize("name", NVCC_TASKS)
+def test_faulty_and_reference_fixed_kernels_build_with_nvcc(name: str, nvcc, tmp_path: Path):
+    """One test per task (so parallel runs spread the nvcc builds): its faulty kernels and, when it has
+    one, its reference fix build with nvcc."""
+    task = TASKS[name]
+    units = failing_units(task)
+    repos = [materialize(task, tmp_path / task.name)]
+    if task.reference_fix:
+        repos.append(with_reference_fix(task, materialize(task, tmp_path / f"{task.name}-fixed")))
+    for repo in repos:
+        proc = subprocess.run(
+            [sys.executable, "build.py", "--backend", "cuda", "--units", *units],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert proc.returncode == 0, f"{repo.name}: the CUDA build broke:\n{proc.stdout[-2000:]}"
+
+
+def test_the_nvcc_builds_cover_every_task_with_kernel_faults():
+    assert len(NVCC_TASKS) >= 5, NVCC_TASKS
 
 
 # --- load and launch faults -------------------------------------------------------------------------
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -186,7 +240,8 @@ def launch_log(repo: Path, task: Task, checkpoint: Path) -> str:
     """Launch the server the way the profile says; it must not come up. Returns its log."""
     port = free_port()
     cmd = load_profile(task.profile).launch.command.format(
-        model_path=shlex.quote(str(checkpoint)), port=port, host="127.0.0.1", tp=1, dp=1)
+        model_path=shlex.quote(str(checkpoint)), port=port, host="127.0.0.1", tp=1, dp=1
+    )
     cmd = f"{sys.executable} {cmd.removeprefix('python3 ')} {task.launch_args}"
     with LocalSandbox(repo) as box, pytest.raises(ServiceNotReady) as err:
         box.start(cmd, name="server", port=port, health_path="/health", ready_timeout=60)
@@ -198,8 +253,13 @@ def test_load_and_launch_faults_stop_the_server_the_real_way(name: str, tmp_path
     task = TASKS[name]
     repo = materialize(task, tmp_path / "repo")
     checkpoint = tmp_path / "ckpt"
-    subprocess.run(shlex.split(task.checkpoint_command(str(checkpoint))), cwd=repo, check=True,
-                   capture_output=True, executable=sys.executable)
+    subprocess.run(
+        shlex.split(task.checkpoint_command(str(checkpoint))),
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        executable=sys.executable,
+    )
     for failure in task.failures_at("launch"):
         assert_diagnosed(launch_log(repo, task, checkpoint), failure, repo, "server")
     earlier: list[ExpectedFailure] = []

@@ -1,6 +1,7 @@
 """The fixture framework itself: the clean copy builds (hipcc in the ROCm image, host hipcc, nvcc),
 its checkpoint loads through load_weights, expected_params agrees with the checkpoint, and the server
 streams completions with usage and prefix-cache hits over real HTTP."""
+
 from __future__ import annotations
 
 import http.client
@@ -33,7 +34,9 @@ def checkpoint(framework: Path, tmp_path_factory) -> Path:
 
 
 def run_py(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=300, check=False)
+    proc = subprocess.run(
+        [sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=300, check=False
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"{args} failed:\n{proc.stdout}\n{proc.stderr}")
     return proc
@@ -47,12 +50,34 @@ def free_port() -> int:
 
 # --- builds -------------------------------------------------------------------------------------------
 
+
 @pytest.mark.docker
 def test_clean_copy_builds_for_gfx942_in_rocm_image(framework: Path, rocm_image, tmp_path):
     work = copy_framework("tinyserve", tmp_path / "repo")
-    proc = subprocess.run(["docker", "run", "--rm", "--network", "none", "-v", f"{work}:{work}", "-w", str(work),
-                           ROCM_IMAGE, "python3", "build.py", "--backend", "rocm", "--arch", "gfx942"],
-                          capture_output=True, text=True, timeout=600, check=False)
+    proc = subprocess.run(
+        [
+            "docker",
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "-v",
+            f"{work}:{work}",
+            "-w",
+            str(work),
+            ROCM_IMAGE,
+            "python3",
+            "build.py",
+            "--backend",
+            "rocm",
+            "--arch",
+            "gfx942",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "-DUSE_ROCM" in proc.stdout and "--offload-arch=gfx942" in proc.stdout
     assert (work / "build" / "libtinyserve_kernels.so").stat().st_size > 0
@@ -64,9 +89,28 @@ def test_warp_kernels_compile_with_host_hipcc(framework: Path, hipcc, tmp_path):
     # Host ROCm 5.2 predates hip_bf16.h/hip_fp8.h, so only the units that need nothing newer are compiled.
     for unit in ("csrc/rmsnorm.cu", "csrc/moe_gate.cu"):
         out = tmp_path / (Path(unit).stem + ".o")
-        proc = subprocess.run([hipcc, "-x", "hip", "-DUSE_ROCM", "-fPIC", "--offload-arch=gfx90a", "-O2",
-                               "-std=c++17", "-Icsrc", "-c", unit, "-o", str(out)],
-                              cwd=framework, capture_output=True, text=True, timeout=300, check=False)
+        proc = subprocess.run(
+            [
+                hipcc,
+                "-x",
+                "hip",
+                "-DUSE_ROCM",
+                "-fPIC",
+                "--offload-arch=gfx90a",
+                "-O2",
+                "-std=c++17",
+                "-Icsrc",
+                "-c",
+                unit,
+                "-o",
+                str(out),
+            ],
+            cwd=framework,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
         assert proc.returncode == 0, proc.stderr
         assert out.stat().st_size > 0
 
@@ -84,7 +128,7 @@ def test_build_keeps_going_and_reports_every_failing_unit(nvcc, tmp_path):
     work = copy_framework("tinyserve", tmp_path / "repo")
     for unit in ("rmsnorm.cu", "moe_gate.cu"):
         path = work / "csrc" / unit
-        path.write_text(path.read_text() + "\nstatic_assert(false, \"broken on purpose\");\n")
+        path.write_text(path.read_text() + '\nstatic_assert(false, "broken on purpose");\n')
     proc = run_py(work, "build.py", "--backend", "cuda", check=False)
     assert proc.returncode != 0
     assert "FAILED: build/rmsnorm.o" in proc.stdout and "FAILED: build/moe_gate.o" in proc.stdout
@@ -94,6 +138,7 @@ def test_build_keeps_going_and_reports_every_failing_unit(nvcc, tmp_path):
 
 
 # --- checkpoint, loader, expected params ---------------------------------------------------------------
+
 
 def test_checkpoint_is_sharded_safetensors_with_an_index(checkpoint: Path):
     index = json.loads((checkpoint / "model.safetensors.index.json").read_text())
@@ -116,14 +161,23 @@ def test_checkpoint_reads_with_the_safetensors_package(checkpoint: Path):
 
 
 def test_expected_params_match_the_checkpoint_after_the_loader_mapping(framework: Path, checkpoint: Path):
-    expected = json.loads(run_py(framework, "-m", "tinyserve.expected_params", "--model-path",
-                                 str(checkpoint)).stdout)
+    expected = json.loads(
+        run_py(framework, "-m", "tinyserve.expected_params", "--model-path", str(checkpoint)).stdout
+    )
     assert "model.mtp.shared_experts.gate_up_proj.weight" in expected
-    assert expected["model.layers.0.mlp.experts.0.gate_up_proj.weight"] == {"shape": [64, 32], "dtype": "uint8"}
-    assert expected["model.mtp.shared_experts.gate_up_proj.weight"] == {"shape": [64, 64], "dtype": "bfloat16"}
+    assert expected["model.layers.0.mlp.experts.0.gate_up_proj.weight"] == {
+        "shape": [64, 32],
+        "dtype": "uint8",
+    }
+    assert expected["model.mtp.shared_experts.gate_up_proj.weight"] == {
+        "shape": [64, 64],
+        "dtype": "bfloat16",
+    }
     # Load for real and check every registered parameter was filled from the checkpoint.
-    script = ("import json,sys; from tinyserve.model_loader import load_model; "
-              "m=load_model(sys.argv[1]); print(json.dumps(sorted(n for n,_ in m.named_parameters())))")
+    script = (
+        "import json,sys; from tinyserve.model_loader import load_model; "
+        "m=load_model(sys.argv[1]); print(json.dumps(sorted(n for n,_ in m.named_parameters())))"
+    )
     loaded = json.loads(run_py(framework, "-c", script, str(checkpoint)).stdout)
     assert loaded == sorted(expected)
 
@@ -178,13 +232,19 @@ print(p.shape, s.shape, float(np.abs(r - w).max() / np.abs(w).max()))
 
 # --- the server ---------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def server(framework: Path, checkpoint: Path):
     port = free_port()
     with LocalSandbox(framework) as box:
-        service = box.start(f"{sys.executable} -m tinyserve.launch_server --model-path {checkpoint} "
-                            f"--port {port} --host 127.0.0.1 --tp 1", name="tinyserve", port=port,
-                            health_path="/health", ready_timeout=60)
+        service = box.start(
+            f"{sys.executable} -m tinyserve.launch_server --model-path {checkpoint} "
+            f"--port {port} --host 127.0.0.1 --tp 1",
+            name="tinyserve",
+            port=port,
+            health_path="/health",
+            ready_timeout=60,
+        )
         yield port, service
         service.stop()
 
@@ -197,7 +257,7 @@ def post(port: int, path: str, body: dict) -> tuple[int, bytes]:
 
 
 def sse_events(raw: bytes) -> list:
-    events = [line[len("data: "):] for line in raw.decode().split("\n") if line.startswith("data: ")]
+    events = [line[len("data: ") :] for line in raw.decode().split("\n") if line.startswith("data: ")]
     assert events[-1] == "[DONE]"
     return [json.loads(e) for e in events[:-1]]
 
@@ -205,29 +265,40 @@ def sse_events(raw: bytes) -> list:
 def test_streaming_completion_reports_usage_and_prefix_cache_hits(server):
     port, _ = server
     prefix = list(range(1, 49))  # three 16-token blocks
-    body = {"prompt": prefix + [200, 201], "max_tokens": 6, "ignore_eos": True, "stream": True,
-            "stream_options": {"include_usage": True}}
+    body = {
+        "prompt": [*prefix, 200, 201],
+        "max_tokens": 6,
+        "ignore_eos": True,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
     status, raw = post(port, "/v1/completions", body)
     assert status == 200
     first = sse_events(raw)
     assert len([e for e in first if e["choices"]]) == 6
     assert first[-1]["usage"]["prompt_tokens"] == 50 and first[-1]["usage"]["completion_tokens"] == 6
     assert first[-1]["usage"]["prompt_tokens_details"]["cached_tokens"] == 0
-    status, raw = post(port, "/v1/completions", {**body, "prompt": prefix + [210, 211, 212]})
+    status, raw = post(port, "/v1/completions", {**body, "prompt": [*prefix, 210, 211, 212]})
     second = sse_events(raw)
     assert second[-1]["usage"]["prompt_tokens_details"]["cached_tokens"] == 48
     # A cache hit must not change the greedy output: same prompt, cached or not, same text.
     _, raw = post(port, "/v1/completions", body)
     again = sse_events(raw)
-    text = lambda events: "".join(c["text"] for e in events for c in e["choices"])
+
+    def text(events):
+        return "".join(c["text"] for e in events for c in e["choices"])
+
     assert text(again) == text(first)
     assert again[-1]["usage"]["prompt_tokens_details"]["cached_tokens"] == 48
 
 
 def test_chat_completion_and_models_endpoint(server):
     port, _ = server
-    status, raw = post(port, "/v1/chat/completions",
-                       {"messages": [{"role": "user", "content": "hello"}], "max_tokens": 4, "ignore_eos": True})
+    status, raw = post(
+        port,
+        "/v1/chat/completions",
+        {"messages": [{"role": "user", "content": "hello"}], "max_tokens": 4, "ignore_eos": True},
+    )
     reply = json.loads(raw)
     assert status == 200 and reply["object"] == "chat.completion"
     assert reply["usage"]["completion_tokens"] == 4 and reply["choices"][0]["finish_reason"] == "length"
@@ -244,8 +315,15 @@ def test_bad_requests_get_a_400_with_a_message(server):
 
 
 def test_unknown_server_flag_is_an_argparse_error(framework: Path, checkpoint: Path):
-    proc = run_py(framework, "-m", "tinyserve.launch_server", "--model-path", str(checkpoint),
-                  "--enable-dp-attention", check=False)
+    proc = run_py(
+        framework,
+        "-m",
+        "tinyserve.launch_server",
+        "--model-path",
+        str(checkpoint),
+        "--enable-dp-attention",
+        check=False,
+    )
     assert proc.returncode == 2
     assert "error: unrecognized arguments: --enable-dp-attention" in proc.stderr
 
@@ -254,4 +332,7 @@ def test_a_wrong_model_path_is_a_one_line_usage_error(framework: Path, tmp_path:
     for module in ("tinyserve.launch_server", "tinyserve.expected_params"):
         proc = run_py(framework, "-m", module, "--model-path", str(tmp_path / "nope"), check=False)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr
-        assert f"{tmp_path / 'nope'}/config.json not found: --model-path must be a checkpoint directory" in proc.stderr
+        assert (
+            f"{tmp_path / 'nope'}/config.json not found: --model-path must be a checkpoint directory"
+            in proc.stderr
+        )

@@ -1,4 +1,5 @@
 """DockerSandbox against the real daemon and the real local ROCm build image."""
+
 from __future__ import annotations
 
 import os
@@ -16,6 +17,9 @@ from sandboxes import DockerSandbox, SandboxError, ServiceNotReady, cleanup_orph
 from sandboxes.orphans import LABEL_SESSION
 
 pytestmark = pytest.mark.docker
+# Orphan cleanup is machine-wide by design: any `rocport` start removes every container whose owner is
+# dead. A test that kills an owner and then watches its container must not share the machine with other
+# tests that start rocport, so `make test` runs these after the parallel part (`-m serial`).
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = REPO_ROOT / "sandboxes" / "images" / "samples" / "vector_add.hip"
 
@@ -47,8 +51,9 @@ def _containers_of(session: str) -> list:
 
 @pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
 def test_hipcc_in_container_builds_a_shared_library_for_the_target(sandbox, repo, arch):
-    result = sandbox.run(f"hipcc -DUSE_ROCM --offload-arch={arch} -fPIC -shared vector_add.hip -o libva.so",
-                         timeout=300)
+    result = sandbox.run(
+        f"hipcc -DUSE_ROCM --offload-arch={arch} -fPIC -shared vector_add.hip -o libva.so", timeout=300
+    )
     assert result.returncode == 0, result.output
     library = (repo / "libva.so").read_bytes()  # the bind mount is the host's repo
     assert f"amdgcn-amd-amdhsa--{arch}".encode() in library  # the embedded code object's target
@@ -110,11 +115,18 @@ def test_network_off_means_no_route(sandbox):
 
 def test_service_in_a_networkless_container_is_checked_from_inside(sandbox, repo):
     (repo / "index.html").write_text("ok")
-    service = sandbox.start("python3 -m http.server 18431 --bind 127.0.0.1", name="web", port=18431,
-                            health_path="/index.html", ready_timeout=30)
+    service = sandbox.start(
+        "python3 -m http.server 18431 --bind 127.0.0.1",
+        name="web",
+        port=18431,
+        health_path="/index.html",
+        ready_timeout=30,
+    )
     assert service.alive()
-    fetched = sandbox.run("python3 -c \"import urllib.request as u;"
-                          " print(u.urlopen('http://127.0.0.1:18431/index.html').read().decode())\"")
+    fetched = sandbox.run(
+        'python3 -c "import urllib.request as u;'
+        " print(u.urlopen('http://127.0.0.1:18431/index.html').read().decode())\""
+    )
     assert fetched.stdout.strip() == "ok"
     service.stop(grace_s=5)
     assert not service.alive()
@@ -152,16 +164,27 @@ def test_timeout_kills_what_escaped_with_setsid(sandbox):
     assert "sleep 301" not in left.stdout, "a setsid escapee survived the build's timeout"
 
 
+@pytest.mark.serial
 def test_container_of_a_killed_owner_stops_by_itself(rocm_image, repo):
     """No rocport command runs after the kill: the container's main process sees the heartbeat go stale."""
-    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
         import time
         from sandboxes import DockerSandbox
         sb = DockerSandbox({rocm_image!r}, {str(repo)!r})
         sb.start("sleep 600", name="server")
         print(sb.session, flush=True)
         time.sleep(600)
-    """)], stdout=subprocess.PIPE, text=True, cwd=REPO_ROOT, env={**os.environ, "ROCPORT_HEARTBEAT_S": "0.5"})
+    """),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO_ROOT,
+        env={**os.environ, "ROCPORT_HEARTBEAT_S": "0.5"},
+    )
     session = child.stdout.readline().strip()
     (container,) = _containers_of(session)
     assert container.status == "running"
@@ -185,13 +208,22 @@ def test_container_is_removed_on_close(rocm_image, repo):
 
 def _killed_owner_session(image: str, repo: Path) -> str:
     """A child process makes a sandbox and is killed -9; returns the session of its container."""
-    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
         import sys, time
         from sandboxes import DockerSandbox
         sb = DockerSandbox({image!r}, {str(repo)!r})
         print(sb.session, flush=True)
         time.sleep(600)
-    """)], stdout=subprocess.PIPE, text=True, cwd=REPO_ROOT)
+    """),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO_ROOT,
+    )
     session = child.stdout.readline().strip()
     assert session and len(_containers_of(session)) == 1
     child.send_signal(signal.SIGKILL)
@@ -200,6 +232,7 @@ def _killed_owner_session(image: str, repo: Path) -> str:
     return session
 
 
+@pytest.mark.serial
 def test_orphans_of_a_killed_process_are_cleaned(rocm_image, repo):
     session = _killed_owner_session(rocm_image, repo)
     removed = cleanup_orphans()
@@ -207,11 +240,13 @@ def test_orphans_of_a_killed_process_are_cleaned(rocm_image, repo):
     assert _containers_of(session) == []
 
 
+@pytest.mark.serial
 def test_the_next_rocport_command_cleans_orphans(rocm_image, repo):
     session = _killed_owner_session(rocm_image, repo)
     script = Path(sys.executable).parent / "rocport"
-    proc = subprocess.run([str(script), "image", "list", "--json"], capture_output=True, text=True,
-                          timeout=120, check=False)
+    proc = subprocess.run(
+        [str(script), "image", "list", "--json"], capture_output=True, text=True, timeout=120, check=False
+    )
     assert proc.returncode == 0, proc.stderr
     assert _containers_of(session) == []
 
@@ -238,8 +273,15 @@ def test_daemon_down_says_how_to_start_it(repo):
             print(exc)
     """)
     env = {**os.environ, "DOCKER_HOST": f"unix://{repo}/no-daemon.sock"}
-    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
-                         cwd=REPO_ROOT, timeout=60, check=False)
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=60,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr
     line = out.stdout.strip()
     assert "cannot reach the Docker daemon" in line and "no-daemon.sock" in line
@@ -255,8 +297,11 @@ def test_unwritable_workdir_is_refused(docker_daemon, tmp_path):
     locked = tmp_path / "locked"
     locked.mkdir()
     # root ignores mode bits, so as root make the folder immutable instead.
-    lock, unlock = ((["chattr", "+i", str(locked)], ["chattr", "-i", str(locked)]) if os.geteuid() == 0
-                    else (["chmod", "500", str(locked)], ["chmod", "700", str(locked)]))
+    lock, unlock = (
+        (["chattr", "+i", str(locked)], ["chattr", "-i", str(locked)])
+        if os.geteuid() == 0
+        else (["chmod", "500", str(locked)], ["chmod", "700", str(locked)])
+    )
     subprocess.run(lock, check=True)
     try:
         with pytest.raises(SandboxError) as err:

@@ -1,4 +1,5 @@
 """The local ROCm build images: their labels tell the truth, listing and bad input read well."""
+
 from __future__ import annotations
 
 import json
@@ -18,10 +19,17 @@ KERNEL = "#include <hip/hip_runtime.h>\\n__global__ void k(float* x) { x[0] = 2.
 
 def _targets_that_compile(image: str) -> set[str]:
     """Compile a tiny kernel for each candidate target in one networkless container."""
-    script = (f"printf '{KERNEL}' > /tmp/k.hip; for a in {' '.join(CANDIDATE_ARCHS)}; do "
-              "hipcc --offload-arch=$a -c /tmp/k.hip -o /tmp/k_$a.o >/dev/null 2>&1 && echo $a; done")
-    proc = subprocess.run(["docker", "run", "--rm", "--network", "none", image, "sh", "-c", script],
-                          capture_output=True, text=True, timeout=600, check=False)
+    script = (
+        f"printf '{KERNEL}' > /tmp/k.hip; for a in {' '.join(CANDIDATE_ARCHS)}; do "
+        "hipcc --offload-arch=$a -c /tmp/k.hip -o /tmp/k_$a.o >/dev/null 2>&1 && echo $a; done"
+    )
+    proc = subprocess.run(
+        ["docker", "run", "--rm", "--network", "none", image, "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     return set(proc.stdout.split())
 
 
@@ -38,9 +46,23 @@ def test_every_recorded_target_compiles_and_the_others_do_not(rocm_image):
 
 
 def test_image_sets_the_hip_platform_and_carries_python_with_numpy(rocm_image):
-    out = subprocess.run(["docker", "run", "--rm", "--network", "none", rocm_image, "sh", "-c",
-                          'echo "$HIP_PLATFORM $(command -v hipcc)"; python3 -c "import numpy; print(numpy.__name__)"'],
-                         capture_output=True, text=True, timeout=120, check=False)
+    out = subprocess.run(
+        [
+            "docker",
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            rocm_image,
+            "sh",
+            "-c",
+            'echo "$HIP_PLATFORM $(command -v hipcc)"; python3 -c "import numpy; print(numpy.__name__)"',
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert out.stdout.split() == ["amd", "/usr/bin/hipcc", "numpy"], out.stderr
 
 
@@ -76,8 +98,12 @@ def test_an_unreachable_mirror_fails_the_build_naming_it(docker_daemon, tmp_path
         build_image(recipe, tag="rocport/rocm-build:broken-test", workdir=tmp_path)
     message = str(err.value)
     assert "127.0.0.1:9" in message and "ROCPORT_DEBIAN_MIRROR" in message and "\n" not in message
-    assert subprocess.run(["docker", "image", "inspect", "rocport/rocm-build:broken-test"],
-                          capture_output=True, check=False).returncode != 0
+    assert (
+        subprocess.run(
+            ["docker", "image", "inspect", "rocport/rocm-build:broken-test"], capture_output=True, check=False
+        ).returncode
+        != 0
+    )
 
 
 def test_image_check_compiles_the_sample_for_every_recorded_target(rocm_image):

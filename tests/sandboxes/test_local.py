@@ -1,4 +1,5 @@
 """LocalSandbox: real subprocesses, process-group kills, truncation, background services."""
+
 import socket
 import sys
 import time
@@ -42,19 +43,26 @@ def test_background_service_reachable_then_stopped(tmp_path):
     port = _free_port()
     (tmp_path / "index.html").write_text("ok")
     sb = LocalSandbox(tmp_path)
-    svc = sb.start(f"{sys.executable} -m http.server {port} --bind 127.0.0.1", name="web", port=port,
-                   health_path="/index.html", ready_timeout=20)
+    svc = sb.start(
+        f"{sys.executable} -m http.server {port} --bind 127.0.0.1",
+        name="web",
+        port=port,
+        health_path="/index.html",
+        ready_timeout=20,
+    )
     with socket.create_connection(("127.0.0.1", port), timeout=2):
         pass
     sb.close()
     assert not svc.alive()
-    with pytest.raises(OSError):
+    with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", port), timeout=1)
 
 
 def test_service_that_dies_reports_its_log(tmp_path):
     with LocalSandbox(tmp_path) as sb, pytest.raises(ServiceNotReady) as info:
-        sb.start("bash -c 'echo boom-before-listen; exit 1'", name="crash", port=_free_port(), ready_timeout=10)
+        sb.start(
+            "bash -c 'echo boom-before-listen; exit 1'", name="crash", port=_free_port(), ready_timeout=10
+        )
     assert "exited before it became ready" in str(info.value)
     assert "boom-before-listen" in info.value.log
 
@@ -103,7 +111,11 @@ def test_server_of_a_killed_owner_stops_by_itself(tmp_path):
     import subprocess
     import textwrap
 
-    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
         import time
         from sandboxes import LocalSandbox
         sb = LocalSandbox({str(tmp_path)!r})
@@ -111,7 +123,12 @@ def test_server_of_a_killed_owner_stops_by_itself(tmp_path):
         time.sleep(0.5)
         print(svc.pid, flush=True)
         time.sleep(600)
-    """)], stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2])
+    """),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     server = int(child.stdout.readline())
     escaped = int((tmp_path / "escaped").read_text())
     assert _alive(server) and _alive(escaped)

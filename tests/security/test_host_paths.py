@@ -1,6 +1,7 @@
 """PR texts and reports carry repo-relative paths only: a run whose checks and diagnoses name this
 machine's paths (the clone, temp dirs, the checkpoint, the home dir) yields a PR series, PR.md and
 report with none of them. A real run dir with real git commits (tests/tools/run_fixture.py)."""
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,12 @@ def test_pr_series_pr_md_and_reports_name_no_host_path(tmp_path):
     _with_host_paths(run, model)
     view = RunView.load(run)
     pr = build_pr(view)
-    texts = {"PR.md": pr.description.read_text(), "report.md": render_markdown(view),
-             "report.html": render_html(view), **{p.name: p.read_text() for p in pr.patches}}
+    texts = {
+        "PR.md": pr.description.read_text(),
+        "report.md": render_markdown(view),
+        "report.html": render_html(view),
+        **{p.name: p.read_text() for p in pr.patches},
+    }
     for name, text in texts.items():
         for host in (str(tmp_path), "/tmp/rocport-unit", str(Path.home()) + "/"):
             assert host not in text, (name, host)
@@ -48,5 +53,7 @@ def test_pr_series_pr_md_and_reports_name_no_host_path(tmp_path):
 def test_strip_host_paths_keeps_what_is_not_a_host_path():
     text = "see https://example.com/tmp/x and /usr/include/hip/hip_runtime.h and ./tmp/y"
     assert strip_host_paths(text, repo="/work/repo") == text
-    assert strip_host_paths("/work/repo/csrc/a.cu:3: error; cd /work/repo", repo="/work/repo") == \
-        "csrc/a.cu:3: error; cd ."
+    assert (
+        strip_host_paths("/work/repo/csrc/a.cu:3: error; cd /work/repo", repo="/work/repo")
+        == "csrc/a.cu:3: error; cd ."
+    )

@@ -1,5 +1,6 @@
 """The LLM's repo tools against a hostile repo and a hostile model: no .git, no symlinks, no secrets
 through /proc, no crash on bad arguments, no megabyte "fixes". Real git repos, ScriptedModel only."""
+
 from __future__ import annotations
 
 import json
@@ -7,16 +8,24 @@ import os
 import subprocess
 import sys
 
-from agent.llm import ScriptedModel
-from agent.llm_proposer import LLMProposer
-from agent.llm_tools import MAX_EDIT_BYTES
-from agent.rules.base import Workspace
+import pytest
+
+from agent.proposers.base import Decline, Workspace
+from agent.proposers.llm.model import ScriptedModel
+from agent.proposers.llm.proposer import LLMProposer
+from agent.proposers.llm.tools import MAX_EDIT_BYTES
 from tools.patching import PatchError, apply_diff
 from tools.records import Failure
 
 KERNEL = "#include <cuda_runtime.h>\n__global__ void k(float* x) { x[0] = 1.f; }\n"
-FAILURE = Failure(kind="cuda_header", message="cuda_runtime.h not found", file="csrc/k.cu", line=1,
-                  symbol="cuda_runtime.h", signature="cuda_header:csrc/k.cu:cuda_runtime.h")
+FAILURE = Failure(
+    kind="cuda_header",
+    message="cuda_runtime.h not found",
+    file="csrc/k.cu",
+    line=1,
+    symbol="cuda_runtime.h",
+    signature="cuda_header:csrc/k.cu:cuda_runtime.h",
+)
 CANARY = "canary-7f3a9e21-do-not-leak"
 
 
@@ -27,19 +36,24 @@ def _answers(model: ScriptedModel) -> list[str]:
 
 def _commit(repo, *paths):
     subprocess.run(["git", "add", "-A", *paths], cwd=repo, check=True)
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qm", "more"], cwd=repo, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qm", "more"], cwd=repo, check=True
+    )
 
 
 SCRIPT = """
 import json, sys
 from pathlib import Path
-from agent.llm import ScriptedModel
-from agent.llm_proposer import LLMProposer
-from agent.rules.base import Workspace
+from agent.proposers.llm.model import ScriptedModel
+from agent.proposers.llm.proposer import LLMProposer
+from agent.proposers.base import Decline, Workspace
 from tests.security.test_llm_tools import FAILURE
 calls = json.loads(sys.argv[2])
 model = ScriptedModel([[tuple(c)] for c in calls] + [[("decline", {"reason": "done"})]])
-LLMProposer(model).propose(FAILURE, Workspace(Path(sys.argv[1])))
+try:
+    LLMProposer(model).propose(FAILURE, Workspace(Path(sys.argv[1])))
+except Decline:
+    pass
 print(json.dumps(model.seen))
 """
 
@@ -49,12 +63,23 @@ def test_a_committed_link_to_proc_environ_never_reaches_the_model(git_repo):
     os.symlink("/proc/self/environ", repo / "env_link")
     os.symlink("/proc/self", repo / "proc_link")
     _commit(repo)
-    calls = [("grep", {"pattern": "TOKEN"}), ("grep", {"pattern": "canary"}), ("read_file", {"path": "env_link"}),
-             ("read_file", {"path": "proc_link/environ"}), ("list_dir", {"path": "proc_link"}),
-             ("grep", {"pattern": ".", "glob": "env_link"})]
+    calls = [
+        ("grep", {"pattern": "TOKEN"}),
+        ("grep", {"pattern": "canary"}),
+        ("read_file", {"path": "env_link"}),
+        ("read_file", {"path": "proc_link/environ"}),
+        ("list_dir", {"path": "proc_link"}),
+        ("grep", {"pattern": ".", "glob": "env_link"}),
+    ]
     env = {**os.environ, "GITHUB_TOKEN": CANARY, "HF_TOKEN": CANARY, "PYTHONPATH": os.getcwd()}
-    out = subprocess.run([sys.executable, "-c", SCRIPT, str(repo), json.dumps(calls)], capture_output=True,
-                         text=True, env=env, check=False, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(repo), json.dumps(calls)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     seen = json.loads(out.stdout)
     assert CANARY not in out.stdout
@@ -67,14 +92,30 @@ def test_a_committed_link_to_proc_environ_never_reaches_the_model(git_repo):
 def test_nothing_under_dot_git_is_read_listed_or_edited(git_repo):
     repo = git_repo({"csrc/k.cu": KERNEL})
     before = (repo / ".git/config").read_text()
-    model = ScriptedModel([[("read_file", {"path": ".git/config"})], [("list_dir", {"path": ".git"})],
-                           [("list_dir", {"path": "csrc/../.git"})], [("read_file", {"path": "csrc/.GIT/x"})],
-                           [("propose_edit", {"path": ".git/config", "search": "[core]",
-                                              "replace": "[core]\n\tfsmonitor = touch /tmp/pwned"})],
-                           [("propose_edit", {"path": ".git/hooks/post-commit", "search": "", "replace": "#!/bin/sh\n"})],
-                           [("grep", {"pattern": "repositoryformatversion"})], [("list_dir", {"path": "."})],
-                           [("decline", {"reason": "done"})]])
-    assert LLMProposer(model).propose(FAILURE, Workspace(repo)) is None
+    model = ScriptedModel(
+        [
+            [("read_file", {"path": ".git/config"})],
+            [("list_dir", {"path": ".git"})],
+            [("list_dir", {"path": "csrc/../.git"})],
+            [("read_file", {"path": "csrc/.GIT/x"})],
+            [
+                (
+                    "propose_edit",
+                    {
+                        "path": ".git/config",
+                        "search": "[core]",
+                        "replace": "[core]\n\tfsmonitor = touch /tmp/pwned",
+                    },
+                )
+            ],
+            [("propose_edit", {"path": ".git/hooks/post-commit", "search": "", "replace": "#!/bin/sh\n"})],
+            [("grep", {"pattern": "repositoryformatversion"})],
+            [("list_dir", {"path": "."})],
+            [("decline", {"reason": "done"})],
+        ]
+    )
+    with pytest.raises(Decline, match="done"):
+        LLMProposer(model).propose(FAILURE, Workspace(repo))
     answers = _answers(model)
     assert all(a.startswith("error:") for a in answers[:6]), answers
     assert ".git" in answers[0] and "not a repo-relative path" in answers[2]
@@ -86,24 +127,27 @@ def test_bad_arguments_are_error_results_and_the_run_goes_on(git_repo):
     repo = git_repo({"csrc/k.cu": KERNEL})
     os.symlink("loop", repo / "loop")
     os.mkfifo(repo / "csrc/pipe.cu")
-    model = ScriptedModel([
-        [("read_file", {"path": "csrc/k.cu\x00/etc/passwd"})],
-        [("read_file", {"path": "csrc/k.cu", "start_line": "abc"})],
-        [("read_file", {"path": "csrc/k.cu", "end_line": [1]})],
-        [("read_file", {"path": "loop"})],
-        [("read_file", {"path": "loop/x"})],
-        [("read_file", {"path": 7})],
-        [("read_file", {"_raw": "{not json"})],
-        [("read_file", {"path": "csrc/k.cu", "bogus": 1})],
-        [("grep", {"pattern": "(" * 600})],
-        [("grep", {"pattern": "x", "glob": ["*.cu"]})],
-        [("propose_edit", {"path": "csrc/k.cu", "search": "x\x00", "replace": "y"})],
-        [("read_file", {"path": "csrc/pipe.cu"})],
-        [("grep", {"pattern": "cuda_runtime"})],  # the FIFO is skipped, never opened for a blocking read
-        [("read_file", {"path": "csrc/k.cu", "start_line": "1", "end_line": 1})],
-        [("decline", {"reason": "done"})],
-    ])
-    assert LLMProposer(model, max_turns=20).propose(FAILURE, Workspace(repo)) is None
+    model = ScriptedModel(
+        [
+            [("read_file", {"path": "csrc/k.cu\x00/etc/passwd"})],
+            [("read_file", {"path": "csrc/k.cu", "start_line": "abc"})],
+            [("read_file", {"path": "csrc/k.cu", "end_line": [1]})],
+            [("read_file", {"path": "loop"})],
+            [("read_file", {"path": "loop/x"})],
+            [("read_file", {"path": 7})],
+            [("read_file", {"_raw": "{not json"})],
+            [("read_file", {"path": "csrc/k.cu", "bogus": 1})],
+            [("grep", {"pattern": "(" * 600})],
+            [("grep", {"pattern": "x", "glob": ["*.cu"]})],
+            [("propose_edit", {"path": "csrc/k.cu", "search": "x\x00", "replace": "y"})],
+            [("read_file", {"path": "csrc/pipe.cu"})],
+            [("grep", {"pattern": "cuda_runtime"})],  # the FIFO is skipped, never opened for a blocking read
+            [("read_file", {"path": "csrc/k.cu", "start_line": "1", "end_line": 1})],
+            [("decline", {"reason": "done"})],
+        ]
+    )
+    with pytest.raises(Decline, match="done"):
+        LLMProposer(model, max_turns=20).propose(FAILURE, Workspace(repo))
     answers = _answers(model)
     assert all(a.startswith("error:") for a in answers[:12]), answers
     assert "NUL" in answers[0] and "integer" in answers[1] and "integer" in answers[2]
@@ -115,38 +159,40 @@ def test_bad_arguments_are_error_results_and_the_run_goes_on(git_repo):
 def test_a_50_mb_edit_is_refused_and_never_becomes_a_proposal(git_repo):
     repo = git_repo({"csrc/k.cu": KERNEL})
     huge = "// pad\n" * (50 * 1024 * 1024 // 7)
-    model = ScriptedModel([
-        [("propose_edit", {"path": "csrc/k.cu", "search": "x[0] = 1.f;", "replace": huge})],
-        [("propose_edit", {"path": "csrc/big.h", "search": "", "replace": huge})],
-        [("finish", {"rationale": "padding"})],
-    ])
+    model = ScriptedModel(
+        [
+            [("propose_edit", {"path": "csrc/k.cu", "search": "x[0] = 1.f;", "replace": huge})],
+            [("propose_edit", {"path": "csrc/big.h", "search": "", "replace": huge})],
+            [("finish", {"rationale": "padding"})],
+        ]
+    )
     proposer = LLMProposer(model)
-    assert proposer.propose(FAILURE, Workspace(repo)) is None
+    with pytest.raises(Decline, match=r"^finished without any edit$"):
+        proposer.propose(FAILURE, Workspace(repo))
     assert all("bytes" in a and a.startswith("error:") for a in _answers(model)), _answers(model)
-    assert proposer.last_reason == "finished without any edit"
     assert (repo / "csrc/k.cu").read_text() == KERNEL and not (repo / "csrc/big.h").exists()
 
 
 def test_edits_that_add_up_past_the_diff_cap_are_not_proposed(git_repo):
     repo = git_repo({"csrc/k.cu": KERNEL})
     part = "// pad\n" * (MAX_EDIT_BYTES // 7 // 2 + 100)
-    model = ScriptedModel([[("propose_edit", {"path": f"csrc/pad{i}.h", "search": "", "replace": part})]
-                           for i in range(3)] + [[("finish", {"rationale": "padding"})]])
+    model = ScriptedModel(
+        [[("propose_edit", {"path": f"csrc/pad{i}.h", "search": "", "replace": part})] for i in range(3)]
+        + [[("finish", {"rationale": "padding"})]]
+    )
     proposer = LLMProposer(model)
-    assert proposer.propose(FAILURE, Workspace(repo)) is None
-    assert "cap" in proposer.last_reason
+    with pytest.raises(Decline, match="cap"):
+        proposer.propose(FAILURE, Workspace(repo))
     assert not list((repo / "csrc").glob("pad*.h"))  # the working tree is put back
 
 
 def test_a_huge_diff_from_any_proposer_is_refused_before_git(git_repo):
     repo = git_repo({"csrc/k.cu": KERNEL})
     body = "".join(f"+// line {i}\n" for i in range(120_000))
-    diff = f"diff --git a/csrc/new.h b/csrc/new.h\nnew file mode 100644\n--- /dev/null\n+++ b/csrc/new.h\n" \
-           f"@@ -0,0 +1,120000 @@\n{body}"
-    try:
+    diff = (
+        f"diff --git a/csrc/new.h b/csrc/new.h\nnew file mode 100644\n--- /dev/null\n+++ b/csrc/new.h\n"
+        f"@@ -0,0 +1,120000 @@\n{body}"
+    )
+    with pytest.raises(PatchError, match="cap"):
         apply_diff(repo, diff)
-    except PatchError as exc:
-        assert "cap" in str(exc)
-    else:
-        raise AssertionError("a >1 MiB diff was applied")
     assert not (repo / "csrc/new.h").exists()

@@ -1,5 +1,6 @@
 """Credentials stay where the user put them: the sandbox env is an allow-list, and the benchmark sends
 a key only when asked. Real LocalSandbox, real DockerSandbox, a real streaming server."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,22 +12,54 @@ from sandboxes.local import LocalSandbox
 from tests.tools.bench.sse_server import Behaviour
 
 CANARY = "canary-5b1e0c77-do-not-leak"
-SECRET_NAMES = ("GITHUB_TOKEN", "HF_TOKEN", "GH_PAT", "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY",
-                "MY_SERVICE_CREDENTIALS", "HUGGING_FACE_HUB_TOKEN", "NPM_AUTH", "DB_PASSWORD", "ANTHROPIC_API_KEY")
+SECRET_NAMES = (
+    "GITHUB_TOKEN",
+    "HF_TOKEN",
+    "GH_PAT",
+    "OPENAI_API_KEY",
+    "AWS_SECRET_ACCESS_KEY",
+    "MY_SERVICE_CREDENTIALS",
+    "HUGGING_FACE_HUB_TOKEN",
+    "NPM_AUTH",
+    "DB_PASSWORD",
+    "ANTHROPIC_API_KEY",
+)
 """Ten ways a credential is named; none of them is on any deny-list the old filter had for all ten."""
 DISGUISED = ("HIP_API_KEY", "ROCM_TOKEN", "CUDA_AUTH", "PYTORCH_SECRET", "HSA_PASSWORD")
 """Credentials under a prefix the allow-list lets through: still dropped."""
 
 
 def test_the_allow_list_keeps_toolchain_names_and_drops_every_credential():
-    env = {"PATH": "/usr/bin", "HOME": "/root", "LANG": "C.UTF-8", "LC_ALL": "C", "TERM": "xterm",
-           "HIP_PLATFORM": "amd", "ROCM_PATH": "/opt/rocm", "HSA_OVERRIDE_GFX_VERSION": "9.4.2",
-           "CUDA_HOME": "/usr/local/cuda", "PYTORCH_ROCM_ARCH": "gfx942", "SOME_RANDOM_SETTING": "x",
-           "DOCKER_HOST": "unix:///x", "SSH_AUTH_SOCK": "/tmp/agent", "KUBECONFIG": "/k",
-           **{name: CANARY for name in SECRET_NAMES + DISGUISED}}
+    env = {
+        "PATH": "/usr/bin",
+        "HOME": "/root",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C",
+        "TERM": "xterm",
+        "HIP_PLATFORM": "amd",
+        "ROCM_PATH": "/opt/rocm",
+        "HSA_OVERRIDE_GFX_VERSION": "9.4.2",
+        "CUDA_HOME": "/usr/local/cuda",
+        "PYTORCH_ROCM_ARCH": "gfx942",
+        "SOME_RANDOM_SETTING": "x",
+        "DOCKER_HOST": "unix:///x",
+        "SSH_AUTH_SOCK": "/tmp/agent",
+        "KUBECONFIG": "/k",
+        **dict.fromkeys(SECRET_NAMES + DISGUISED, CANARY),
+    }
     kept = sandbox_environ(env)
-    assert set(kept) == {"PATH", "HOME", "LANG", "LC_ALL", "TERM", "HIP_PLATFORM", "ROCM_PATH",
-                         "HSA_OVERRIDE_GFX_VERSION", "CUDA_HOME", "PYTORCH_ROCM_ARCH"}
+    assert set(kept) == {
+        "PATH",
+        "HOME",
+        "LANG",
+        "LC_ALL",
+        "TERM",
+        "HIP_PLATFORM",
+        "ROCM_PATH",
+        "HSA_OVERRIDE_GFX_VERSION",
+        "CUDA_HOME",
+        "PYTORCH_ROCM_ARCH",
+    }
     assert not any(allowed(n) for n in SECRET_NAMES + DISGUISED)
 
 
@@ -66,8 +99,22 @@ def test_bench_sends_no_key_by_default_and_the_named_one_when_asked(sse_server, 
     server = sse_server(Behaviour())
     monkeypatch.setenv("OPENAI_API_KEY", CANARY)
     monkeypatch.setenv("MY_BENCH_KEY", "sk-bench-asked-for")
-    common = ["bench", "--base-url", server.url, "--model", "m", "--isl", "64", "--osl", "8", "--num-prompts", "8",
-              "--max-concurrency", "2", "--json"]
+    common = [
+        "bench",
+        "--base-url",
+        server.url,
+        "--model",
+        "m",
+        "--isl",
+        "64",
+        "--osl",
+        "8",
+        "--num-prompts",
+        "8",
+        "--max-concurrency",
+        "2",
+        "--json",
+    ]
     plain = CliRunner().invoke(app, common)
     assert plain.exit_code == 0, plain.output
     assert server.seen and not any(s.auth for s in server.seen)

@@ -1,4 +1,5 @@
 """tools/patching.py: diffs apply whole or not at all, and never outside the repo."""
+
 from __future__ import annotations
 
 import os
@@ -6,17 +7,21 @@ import subprocess
 
 import pytest
 
-from agent.rules.base import file_diff
+from agent.proposers.rules.base import file_diff
 from tools.patching import PatchError, apply_diff, can_apply, diff_paths, revert_diff
 
 
 def _status(root) -> str:
-    return subprocess.run(["git", "status", "--porcelain"], check=False, cwd=root, capture_output=True, text=True).stdout
+    return subprocess.run(
+        ["git", "status", "--porcelain"], check=False, cwd=root, capture_output=True, text=True
+    ).stdout
 
 
 def test_apply_then_revert_restores_the_tree(git_repo):
     root = git_repo({"csrc/k.cu": "int a;\nint b;\n"})
-    diff = file_diff("csrc/k.cu", "int a;\nint b;\n", "int a;\nint c;\n") + file_diff("csrc/new.h", None, "x\n")
+    diff = file_diff("csrc/k.cu", "int a;\nint b;\n", "int a;\nint c;\n") + file_diff(
+        "csrc/new.h", None, "x\n"
+    )
     assert apply_diff(root, diff) == ["csrc/k.cu", "csrc/new.h"]
     assert (root / "csrc/k.cu").read_text() == "int a;\nint c;\n"
     assert (root / "csrc/new.h").read_text() == "x\n"

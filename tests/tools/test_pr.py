@@ -1,15 +1,17 @@
 """PRs from a real run: clean branch, format-patch series that `git am` applies on a clean clone at the
 original ref, push to a local bare repo, and the GitHub REST call against a local HTTP server."""
+
 import json
 import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import pytest
 
+from tests.tools.run_fixture import git, make_run
 from tools.pr import PRError, build_pr, open_pr, pr_request, push
 from tools.report import RunView
-from tests.tools.run_fixture import git, make_run
 
 TOKEN = "ghp_testtoken1234567890"
 
@@ -19,8 +21,10 @@ def test_branch_has_one_rewritten_commit_per_kept_fix(tmp_path):
     pr = build_pr(view, author="Port Bot <bot@example.com>")
     repo = tmp_path / "runs" / view.run_id / "repo"
     log = git(repo, "log", "--format=%s|%an <%ae>", f"{view.state['base_commit']}..{pr.branch}").splitlines()
-    assert log == ["[ROCm] csrc/k.cu: map CUDA bf16 types to HIP types on ROCm|Port Bot <bot@example.com>",
-                   "[ROCm] csrc/k.cu: add a ROCm branch for the CUDA headers|Port Bot <bot@example.com>"]
+    assert log == [
+        "[ROCm] csrc/k.cu: map CUDA bf16 types to HIP types on ROCm|Port Bot <bot@example.com>",
+        "[ROCm] csrc/k.cu: add a ROCm branch for the CUDA headers|Port Bot <bot@example.com>",
+    ]
     body = git(repo, "log", "-1", "--format=%b", pr.commits[0])
     assert "'cuda_bf16.h' file not found" in body and "nvcc sm_90 csrc/k.cu: ok" in body
     assert [p.name[:4] for p in pr.patches] == ["0001", "0002"]
@@ -51,7 +55,7 @@ def test_push_to_a_local_bare_remote(tmp_path):
 
 
 class _GitHub(BaseHTTPRequestHandler):
-    seen: list = []
+    seen: ClassVar[list] = []
 
     def log_message(self, *a):
         pass
@@ -60,8 +64,11 @@ class _GitHub(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         _GitHub.seen.append((self.path, dict(self.headers), body))
         ok = self.headers.get("Authorization") == f"Bearer {TOKEN}" and (
-            not self.path.endswith("/pulls") or {"title", "head", "base", "body"} <= set(body))
-        data = json.dumps({"html_url": "http://ghe.local/o/r/pull/7", "number": 7} if ok else {"message": "Bad credentials"}).encode()
+            not self.path.endswith("/pulls") or {"title", "head", "base", "body"} <= set(body)
+        )
+        data = json.dumps(
+            {"html_url": "http://ghe.local/o/r/pull/7", "number": 7} if ok else {"message": "Bad credentials"}
+        ).encode()
         self.send_response(201 if ok else 401)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -86,7 +93,9 @@ def test_open_pr_against_a_github_enterprise_api(tmp_path, github, monkeypatch):
     assert open_pr(req) == "http://ghe.local/o/r/pull/7"
     path, headers, body = _GitHub.seen[0]
     assert path == "/api/v3/repos/o/r/pulls" and headers["Accept"] == "application/vnd.github+json"
-    assert body["head"] == f"fork:{pr.branch}" and body["base"] == "main" and body["title"].startswith("[ROCm]")
+    assert (
+        body["head"] == f"fork:{pr.branch}" and body["base"] == "main" and body["title"].startswith("[ROCm]")
+    )
     run_dir = tmp_path / "runs" / view.run_id
     for f in run_dir.rglob("*"):
         if f.is_file() and ".git" not in f.parts:
@@ -115,11 +124,12 @@ def test_draft_pr_with_labels_and_reviewers_using_the_gh_cli_login(tmp_path, git
     monkeypatch.setenv("GH_CONFIG_DIR", str(config))  # where `gh auth login` keeps the token
     view = RunView.load(make_run(tmp_path))
     pr = build_pr(view)
-    req = pr_request(pr, slug="o/r", base_branch="main", api_url=github, labels=["rocm", "amd"],
-                     reviewers=["maintainer"])
+    req = pr_request(
+        pr, slug="o/r", base_branch="main", api_url=github, labels=["rocm", "amd"], reviewers=["maintainer"]
+    )
     assert "/issues/{number}/labels" in req.redacted() and TOKEN not in req.redacted()
     assert open_pr(req) == "http://ghe.local/o/r/pull/7"
-    (p1, h1, b1), (p2, _, b2), (p3, _, b3) = _GitHub.seen
+    (_, h1, b1), (p2, _, b2), (p3, _, b3) = _GitHub.seen
     assert b1["draft"] is True and h1["Authorization"] == f"Bearer {TOKEN}"
     assert (p2, b2) == ("/api/v3/repos/o/r/issues/7/labels", {"labels": ["rocm", "amd"]})
     assert (p3, b3) == ("/api/v3/repos/o/r/pulls/7/requested_reviewers", {"reviewers": ["maintainer"]})
@@ -127,14 +137,26 @@ def test_draft_pr_with_labels_and_reviewers_using_the_gh_cli_login(tmp_path, git
 
 def test_title_names_model_and_arch_and_each_patch_says_what_it_does_to_cuda(tmp_path):
     run = make_run(tmp_path)
-    (run / "job.yaml").write_text("framework: {profile: sglang}\nmodel: {path: /ckpt/GLM-5.2-FP8}\n"
-                                  "target: {arch: gfx950}\n")
+    (run / "job.yaml").write_text(
+        "framework: {profile: sglang}\nmodel: {path: /ckpt/GLM-5.2-FP8}\ntarget: {arch: gfx950}\n"
+    )
     state = json.loads((run / "state.json").read_text())
-    py = {"proposal": {"failure_signature": "weight_name:m.py:mtp", "proposer": "rule:weight_names",
-                       "files": ["python/sglang/srt/models/glm.py"], "rationale": "remap",
-                       "diff": "+        name = name.replace('mtp.shared', 'mtp.shared_experts')\n"},
-          "applied": True, "kept": True, "reason": "", "commit": state["outcomes"][0]["commit"],
-          "checks": [{"name": "py_compile python/sglang/srt/models/glm.py", "ok": True, "cmd": "", "detail": ""}]}
+    py = {
+        "proposal": {
+            "failure_signature": "weight_name:m.py:mtp",
+            "proposer": "rule:weight_names",
+            "files": ["python/sglang/srt/models/glm.py"],
+            "rationale": "remap",
+            "diff": "+        name = name.replace('mtp.shared', 'mtp.shared_experts')\n",
+        },
+        "applied": True,
+        "kept": True,
+        "reason": "",
+        "commit": state["outcomes"][0]["commit"],
+        "checks": [
+            {"name": "py_compile python/sglang/srt/models/glm.py", "ok": True, "cmd": "", "detail": ""}
+        ],
+    }
     state["outcomes"].append(py)
     state["known_failures"]["weight_name:m.py:mtp"] = {"kind": "weight_name", "message": "missing mtp.shared"}
     state["accuracy"] = {"status": "passed", "detail": "greedy outputs match the reference on 8 prompts"}
@@ -142,19 +164,27 @@ def test_title_names_model_and_arch_and_each_patch_says_what_it_does_to_cuda(tmp
     from tools.pr_text import pr_description, pr_title
 
     view = RunView.load(run)
-    assert pr_title(view) == ("[ROCm] GLM-5.2-FP8 on gfx950: add a ROCm branch for the CUDA headers; "
-                              "map CUDA bf16 types to HIP types on ROCm (+1 more)")
+    assert pr_title(view) == (
+        "[ROCm] GLM-5.2-FP8 on gfx950: add a ROCm branch for the CUDA headers; "
+        "map CUDA bf16 types to HIP types on ROCm (+1 more)"
+    )
     text = pr_description(view, ["a" * 40, "b" * 40, "c" * 40])
     assert "The CUDA path is unchanged" not in text
     assert "csrc/k.cu: CUDA path unchanged — the change is under a ROCm guard" in text
-    assert ("python/sglang/srt/models/glm.py: Python that CUDA runs too — this change also applies on CUDA"
-            in text)
+    assert (
+        "python/sglang/srt/models/glm.py: Python that CUDA runs too — this change also applies on CUDA"
+        in text
+    )
     assert "## Accuracy check" in text and "greedy outputs match the reference on 8 prompts" in text
 
 
 def test_signoff_adds_the_dco_line_to_every_commit(tmp_path):
     view = RunView.load(make_run(tmp_path))
     pr = build_pr(view, author="Ada Lovelace <ada@example.com>", signoff=True)
-    bodies = git(tmp_path / "runs" / view.run_id / "repo", "log", "--format=%B%x00", f"{pr.base_commit}..{pr.branch}")
+    bodies = git(
+        tmp_path / "runs" / view.run_id / "repo", "log", "--format=%B%x00", f"{pr.base_commit}..{pr.branch}"
+    )
     messages = [b.strip() for b in bodies.split("\x00") if b.strip()]
-    assert len(messages) == 2 and all(m.endswith("Signed-off-by: Ada Lovelace <ada@example.com>") for m in messages)
+    assert len(messages) == 2 and all(
+        m.endswith("Signed-off-by: Ada Lovelace <ada@example.com>") for m in messages
+    )

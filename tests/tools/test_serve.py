@@ -1,4 +1,5 @@
 """tools/serve: real server processes on 127.0.0.1 started, smoke-tested, diagnosed and stopped."""
+
 from __future__ import annotations
 
 import shutil
@@ -24,7 +25,7 @@ from tools.serve import (
 # ok; crash (load_weights raises a KeyError on a checkpoint name); hang (binds, never healthy).
 # It also starts a child process in its process group, whose pid it writes to CHILD_PID_FILE, so
 # the test can prove nothing is left behind.
-SERVER = r'''
+SERVER = r"""
 import json, os, subprocess, sys, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -76,7 +77,7 @@ class Handler(BaseHTTPRequestHandler):
 
 print("ready", flush=True)
 ThreadingHTTPServer(("127.0.0.1", PORT), Handler).serve_forever()
-'''
+"""
 
 
 @pytest.fixture
@@ -109,8 +110,9 @@ def _assert_no_leftover(pidfile: Path) -> None:
 def test_healthy_server_answers_smoke_completion_and_is_stopped(server_repo, tmp_path):
     pidfile = tmp_path / "child.pid"
     with LocalSandbox(server_repo, logdir=tmp_path / "logs") as sandbox:
-        result = serve_check(sandbox, _template("ok", pidfile), model_path="/models/tiny", ready_timeout=60,
-                             smoke_max_tokens=3)
+        result = serve_check(
+            sandbox, _template("ok", pidfile), model_path="/models/tiny", ready_timeout=60, smoke_max_tokens=3
+        )
     assert result.ok and result.ready and result.smoke_ok, result.reason
     assert result.smoke_text == " Paris Paris Paris"
     assert result.health_s is not None and result.health_s > 0
@@ -125,7 +127,10 @@ def test_running_server_stays_up_inside_the_block_for_a_benchmark(server_repo, t
         with running_server(sandbox, _template("ok", pidfile), model_path="/m", ready_timeout=60) as server:
             assert server.ok and server.model == "tiny-glm"
             port = int(server.base_url.rsplit(":", 1)[1])
-            assert smoke_completion("127.0.0.1", port, server.model, "hi", max_tokens=2) == (True, " Paris Paris")
+            assert smoke_completion("127.0.0.1", port, server.model, "hi", max_tokens=2) == (
+                True,
+                " Paris Paris",
+            )
         assert server.exit_code is not None and server.log_path
     _assert_no_leftover(pidfile)
 
@@ -156,18 +161,32 @@ def test_hanging_server_times_out_and_is_killed(server_repo, tmp_path):
 def test_server_that_ignores_sigterm_is_killed(server_repo, tmp_path):
     (server_repo / "stubborn.py").write_text(
         "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('up', flush=True)\n"
-        "time.sleep(600)\n")
+        "time.sleep(600)\n"
+    )
     with LocalSandbox(server_repo) as sandbox:
-        result = serve_check(sandbox, f"{sys.executable} stubborn.py {{port}}", model_path="/m",
-                             ready_timeout=2, stop_grace_s=1)
+        result = serve_check(
+            sandbox,
+            f"{sys.executable} stubborn.py {{port}}",
+            model_path="/m",
+            ready_timeout=2,
+            stop_grace_s=1,
+        )
     assert not result.ready and result.exit_code == -9  # TERM ignored, so KILL
 
 
 def test_bad_template_is_one_line_error():
     with pytest.raises(ServeError, match="unknown or malformed placeholder"):
         launch_command("serve --model {model} --port {port}", model_path="/m", port=1)
-    assert launch_command("s --m {model_path} --tp {tp} --dp {dp} --host {host} --port {port}",
-                          model_path="/m", port=8, tp=4, dp=2) == "s --m /m --tp 4 --dp 2 --host 127.0.0.1 --port 8"
+    assert (
+        launch_command(
+            "s --m {model_path} --tp {tp} --dp {dp} --host {host} --port {port}",
+            model_path="/m",
+            port=8,
+            tp=4,
+            dp=2,
+        )
+        == "s --m /m --tp 4 --dp 2 --host 127.0.0.1 --port 8"
+    )
 
 
 def test_server_in_docker_with_host_network(server_repo, rocm_image):
@@ -175,11 +194,14 @@ def test_server_in_docker_with_host_network(server_repo, rocm_image):
 
     pidfile = server_repo / "child.pid"  # the repo is mounted at the same path inside the container
     with DockerSandbox(rocm_image, server_repo, network=True) as sandbox:
-        result = serve_check(sandbox, f"python3 server.py ok {{port}} {pidfile}", model_path="/m",
-                             ready_timeout=60)
+        result = serve_check(
+            sandbox, f"python3 server.py ok {{port}} {pidfile}", model_path="/m", ready_timeout=60
+        )
         assert result.ok, (result.reason, result.log_excerpt)
         child = int(pidfile.read_text())
-        assert not sandbox.run(f"kill -0 {child} 2>/dev/null && ! grep -q '^State:.Z' /proc/{child}/status").ok
+        assert not sandbox.run(
+            f"kill -0 {child} 2>/dev/null && ! grep -q '^State:.Z' /proc/{child}/status"
+        ).ok
 
 
 @pytest.fixture
@@ -189,8 +211,12 @@ def tinyserve(tmp_path):
     repo = tmp_path / "tinyserve"
     shutil.copytree(src, repo, ignore=shutil.ignore_patterns("__pycache__", "build"))
     ckpt = tmp_path / "ckpt"
-    subprocess.run([sys.executable, "-m", "tinyserve.make_checkpoint", "--out", str(ckpt), "--quant", "mxfp4"],
-                   cwd=repo, check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "tinyserve.make_checkpoint", "--out", str(ckpt), "--quant", "mxfp4"],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
     return repo, ckpt
 
 
@@ -224,11 +250,14 @@ def test_server_in_a_container_without_network_answers_on_a_published_loopback_p
 
     with DockerSandbox(rocm_image, server_repo, network=False) as sandbox:
         assert sandbox.container.attrs["HostConfig"]["NetworkMode"] == "none"
-        with running_server(sandbox, "python3 server.py ok {port} /dev/null", model_path="/m",
-                            ready_timeout=60) as result:
+        with running_server(
+            sandbox, "python3 server.py ok {port} /dev/null", model_path="/m", ready_timeout=60
+        ) as result:
             assert result.ok, (result.reason, result.log_excerpt)
             assert result.base_url.startswith("http://127.0.0.1:")
             with urllib.request.urlopen(result.base_url + "/health", timeout=5) as reply:
                 assert reply.status == 200
-        outward = sandbox.run("python3 -c \"import socket; socket.create_connection(('1.1.1.1', 53), timeout=3)\"")
+        outward = sandbox.run(
+            "python3 -c \"import socket; socket.create_connection(('1.1.1.1', 53), timeout=3)\""
+        )
         assert not outward.ok and "unreachable" in (outward.stderr + outward.stdout).lower()

@@ -1,4 +1,5 @@
 """tools/weights: real safetensors files (single and sharded) written here, read from headers only."""
+
 from __future__ import annotations
 
 import json
@@ -37,7 +38,10 @@ def _mtp_checkpoint(root: Path) -> dict[str, np.ndarray]:
     t[f"model.layers.{LAYERS}.enorm.weight"] = np.zeros((8,), np.float32)
     names = sorted(t)
     half = len(names) // 2
-    shards = {"model-00001-of-00002.safetensors": names[:half], "model-00002-of-00002.safetensors": names[half:]}
+    shards = {
+        "model-00001-of-00002.safetensors": names[:half],
+        "model-00002-of-00002.safetensors": names[half:],
+    }
     for fname, part in shards.items():
         save_file({n: t[n] for n in part}, str(root / fname))
     weight_map = {n: f for f, part in shards.items() for n in part}
@@ -102,9 +106,14 @@ def test_dtype_spellings_compare_equal(tmp_path):
 
 
 def test_group_collapses_layer_and_expert_indices():
-    assert submodule_group("model.layers.17.mlp.experts.200.down_proj.weight", 61) == "model.layers.*.mlp.experts.*"
-    assert submodule_group("model.layers.61.mlp.shared_experts.up_proj.weight", 61) == \
-        "model.layers.61.mlp.shared_experts"
+    assert (
+        submodule_group("model.layers.17.mlp.experts.200.down_proj.weight", 61)
+        == "model.layers.*.mlp.experts.*"
+    )
+    assert (
+        submodule_group("model.layers.61.mlp.shared_experts.up_proj.weight", 61)
+        == "model.layers.61.mlp.shared_experts"
+    )
     assert submodule_group("lm_head.weight", 61) == "lm_head"
 
 
@@ -112,27 +121,32 @@ def test_remap_from_real_checkpoint_names(tmp_path):
     tensors = _mtp_checkpoint(tmp_path)
     remap = derive_remap(load_checkpoint(tmp_path, shapes=False).names, _expected(tensors))
     assert [(r.checkpoint, r.framework) for r in remap.rules] == [
-        ("model.layers.2.mlp.shared_experts", "model.mtp.mlp.shared_expert"), ("model.layers.2", "model.mtp")]
+        ("model.layers.2.mlp.shared_experts", "model.mtp.mlp.shared_expert"),
+        ("model.layers.2", "model.mtp"),
+    ]
 
 
 def _claim(path, end) -> None:
     """Rewrite the shard's header so its first tensor claims data up to `end`; the data stays as it was."""
     raw = path.read_bytes()
     (size,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8:8 + size])
+    header = json.loads(raw[8 : 8 + size])
     name = next(n for n in header if n != "__metadata__")
     header[name]["data_offsets"] = [0, end]
     text = json.dumps(header).encode()
-    path.write_bytes(struct.pack("<Q", len(text)) + text + raw[8 + size:])
+    path.write_bytes(struct.pack("<Q", len(text)) + text + raw[8 + size :])
 
 
-@pytest.mark.parametrize("damage, message", [
-    (lambda p: p.write_bytes(b"\x05\x00"), "truncated safetensors file"),
-    (lambda p: p.write_bytes(struct.pack("<Q", 500) + b"{}"), "truncated header"),
-    (lambda p: p.write_bytes(struct.pack("<Q", 9) + b"{not json"), "not valid JSON"),
-    (lambda p: _claim(p, 10**15), "ends at byte 1000000000000000"),
-    (lambda p: _claim(p, "x"), "no [begin, end] data_offsets"),
-])
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda p: p.write_bytes(b"\x05\x00"), "truncated safetensors file"),
+        (lambda p: p.write_bytes(struct.pack("<Q", 500) + b"{}"), "truncated header"),
+        (lambda p: p.write_bytes(struct.pack("<Q", 9) + b"{not json"), "not valid JSON"),
+        (lambda p: _claim(p, 10**15), "ends at byte 1000000000000000"),
+        (lambda p: _claim(p, "x"), "no [begin, end] data_offsets"),
+    ],
+)
 def test_corrupt_shard_is_one_line_naming_the_file(tmp_path, damage, message):
     _mtp_checkpoint(tmp_path)
     shard = tmp_path / "model-00002-of-00002.safetensors"
@@ -145,7 +159,7 @@ def test_corrupt_shard_is_one_line_naming_the_file(tmp_path, damage, message):
 def test_index_naming_a_missing_shard(tmp_path):
     _mtp_checkpoint(tmp_path)
     (tmp_path / "model-00001-of-00002.safetensors").unlink()
-    with pytest.raises(CheckpointError, match="model-00001-of-00002.safetensors which is not in"):
+    with pytest.raises(CheckpointError, match=r"model-00001-of-00002.safetensors which is not in"):
         load_checkpoint(tmp_path, shapes=False)
 
 
@@ -160,8 +174,13 @@ def test_expected_file_forms(tmp_path):
 def _cli(*args: str) -> subprocess.CompletedProcess:
     """The real `rocport` entry point in a subprocess."""
     code = "import sys; from agent.cli import main; sys.argv[0] = 'rocport'; main()"
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=False,
-                          cwd=Path(__file__).resolve().parents[2])
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).resolve().parents[2],
+    )
 
 
 def test_cli_reports_remap_worthy_mismatch_as_json_and_table(tmp_path):
@@ -185,10 +204,23 @@ def test_cli_bad_checkpoint_is_one_line_error(tmp_path):
 def test_cli_expected_params_from_the_tinyserve_profile_hook(tmp_path):
     fixture = Path(__file__).resolve().parents[2] / "evals/frameworks/tinyserve"
     ckpt = tmp_path / "ckpt"
-    subprocess.run([sys.executable, "-m", "tinyserve.make_checkpoint", "--out", str(ckpt), "--quant", "mxfp4"],
-                   cwd=fixture, check=True, capture_output=True)
-    out = _cli("weights", str(ckpt), "--profile", "tinyserve", "--repo", str(fixture), "--model-file",
-               str(fixture / "tinyserve/models/glm_moe.py"), "--json")
+    subprocess.run(
+        [sys.executable, "-m", "tinyserve.make_checkpoint", "--out", str(ckpt), "--quant", "mxfp4"],
+        cwd=fixture,
+        check=True,
+        capture_output=True,
+    )
+    out = _cli(
+        "weights",
+        str(ckpt),
+        "--profile",
+        "tinyserve",
+        "--repo",
+        str(fixture),
+        "--model-file",
+        str(fixture / "tinyserve/models/glm_moe.py"),
+        "--json",
+    )
     assert out.returncode == 1, out.stderr  # raw names differ: the MTP head is stored as layer 2
     data = json.loads(out.stdout)
     groups = {g["group"] for g in data["report"]["groups"]}
@@ -202,11 +234,17 @@ STACKED = [("qkv_proj", "q_proj"), ("qkv_proj", "k_proj"), ("qkv_proj", "v_proj"
 
 
 def test_remap_through_stacked_mapping_and_only_unmatched_names():
-    ckpt = [f"model.layers.{i}.self_attn.{p}.weight" for i in range(3) for p in ("q_proj", "k_proj", "v_proj")]
-    expected = [f"model.layers.{i}.self_attn.qkv_proj.weight" for i in range(2)] + ["model.mtp.self_attn.qkv_proj.weight"]
+    ckpt = [
+        f"model.layers.{i}.self_attn.{p}.weight" for i in range(3) for p in ("q_proj", "k_proj", "v_proj")
+    ]
+    expected = [f"model.layers.{i}.self_attn.qkv_proj.weight" for i in range(2)] + [
+        "model.mtp.self_attn.qkv_proj.weight"
+    ]
     remap = derive_remap(ckpt, expected, STACKED)
     assert [(r.checkpoint, r.framework) for r in remap.rules] == [("model.layers.2", "model.mtp")]
-    assert sorted(remap.renamed) == [f"model.layers.2.self_attn.{p}.weight" for p in ("k_proj", "q_proj", "v_proj")]
+    assert sorted(remap.renamed) == [
+        f"model.layers.2.self_attn.{p}.weight" for p in ("k_proj", "q_proj", "v_proj")
+    ]
 
 
 def test_remap_declines_ambiguous_and_non_renames():
@@ -219,13 +257,17 @@ def test_remap_declines_ambiguous_and_non_renames():
 
 def test_remap_resolves_ties_by_the_smallest_table():
     # x alone is a tie (a.x or b.x -> c.x or d.x); a.y -> c.y fixes a -> c, so b -> d
-    remap = derive_remap(["a.x.weight", "b.x.weight", "a.y.weight"], ["c.x.weight", "d.x.weight", "c.y.weight"])
+    remap = derive_remap(
+        ["a.x.weight", "b.x.weight", "a.y.weight"], ["c.x.weight", "d.x.weight", "c.y.weight"]
+    )
     assert [(r.checkpoint, r.framework) for r in remap.rules] == [("a", "c"), ("b", "d")]
 
 
 def test_remap_rules_check_reports_what_is_left():
     rules = [PrefixRule("model.layers.2", "model.mtp")]
-    problems = check_rules(rules, ["model.layers.2.a.weight", "model.layers.2.b.weight"], ["model.mtp.a.weight"])
+    problems = check_rules(
+        rules, ["model.layers.2.a.weight", "model.layers.2.b.weight"], ["model.mtp.a.weight"]
+    )
     assert problems == ["1 checkpoint tensors not consumed (e.g. model.layers.2.b.weight)"]
 
 
@@ -233,11 +275,11 @@ def test_remap_stops_early_on_a_tie_too_large_to_be_a_rename():
     # every gate_proj vs every gate_up_proj (the loader's fused mapping not given): no prefix rename
     ckpt = [f"model.layers.{i}.mlp.gate_proj.weight" for i in range(70)]
     expected = [f"model.layers.{i}.mlp.gate_up_proj.weight" for i in range(70)]
-    with pytest.raises(RemapError, match="pair only through the suffix 'weight'.*stacked/fused mapping"):
+    with pytest.raises(RemapError, match=r"pair only through the suffix 'weight'.*stacked/fused mapping"):
         derive_remap(ckpt, expected)
 
 
-LOADER_SRC = '''import dataclasses
+LOADER_SRC = """import dataclasses
 
 _CHECKPOINT_NAME_REMAP = (
     ("model.layers.61.", "model.mtp."),
@@ -262,14 +304,16 @@ class GlmForCausalLM:
             if "rotary_emb.inv_freq" in tensor_name:
                 continue
             pass
-'''
+"""
 
 
 def test_loader_source_reads_the_sglang_shape_without_importing():
     from tools.weights.loader_source import find_loader_sites, read_remap_table
 
     (site,) = find_loader_sites(LOADER_SRC)  # Helper.load_weights has no name loop
-    assert site.class_name == "GlmForCausalLM" and LOADER_SRC.splitlines()[site.class_start - 1].startswith("@")
+    assert site.class_name == "GlmForCausalLM" and LOADER_SRC.splitlines()[site.class_start - 1].startswith(
+        "@"
+    )
     assert site.name_var == "tensor_name" and site.skip == ["rotary_emb.inv_freq"]
     assert site.mappings == [(".qkv_proj", ".q_proj"), (".gate_up_proj", ".gate_proj")]
     assert site.runtime_mappings == ["expert_params_mapping"]
@@ -286,4 +330,6 @@ def test_remap_with_names_that_sort_between_a_module_and_its_children():
     # "layers.1-b" sorts between "layers.1" and "layers.1.x": the name tree must still see both
     ckpt = ["m.layers.1.x.weight", "m.layers.1-b.x.weight", "m.layers.2.x.weight", "m.layers.2.y.weight"]
     expected = ["m.layers.1.x.weight", "m.layers.1-b.x.weight", "m.mtp.x.weight", "m.mtp.y.weight"]
-    assert [(r.checkpoint, r.framework) for r in derive_remap(ckpt, expected).rules] == [("m.layers.2", "m.mtp")]
+    assert [(r.checkpoint, r.framework) for r in derive_remap(ckpt, expected).rules] == [
+        ("m.layers.2", "m.mtp")
+    ]

@@ -1,4 +1,5 @@
 """The static load_weights replay on model-file excerpts shaped like sglang's GLM-4.5 MoE + nextn files."""
+
 from __future__ import annotations
 
 import textwrap
@@ -6,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from agent.rules.weight_names import with_remap
 from tools.weights.checkpoint import Checkpoint, TensorInfo
 from tools.weights.exclusions import exclusion_misses, read_exclusions
 from tools.weights.framework_check import check_framework
 from tools.weights.load_sim import LoaderSim
 from tools.weights.loader_source import find_loader_sites
+from tools.weights.name_fix import with_remap
 
-BASE = textwrap.dedent('''
+BASE = textwrap.dedent("""
     from fused import FusedMoE
 
 
@@ -87,17 +88,21 @@ BASE = textwrap.dedent('''
                             continue
                         param = params_dict[name]
                         default_weight_loader(param, loaded_weight)
-''')
-NEXTN = textwrap.dedent('''
+""")
+NEXTN = textwrap.dedent("""
     from pkg.models.moe import MoeForCausalLM
 
 
     class MoeForCausalLMNextN(MoeForCausalLM):
         def load_weights(self, weights):
             super().load_weights(weights, is_nextn=True)
-''')
-CONFIG = {"architectures": ["MoeForCausalLM"], "num_hidden_layers": 2, "n_routed_experts": 2,
-          "num_nextn_predict_layers": 1}
+""")
+CONFIG = {
+    "architectures": ["MoeForCausalLM"],
+    "num_hidden_layers": 2,
+    "n_routed_experts": 2,
+    "num_nextn_predict_layers": 1,
+}
 
 
 def _layer(p: str, shared: str | None = None) -> list[str]:
@@ -114,18 +119,30 @@ def checkpoint_names(shared_mtp: str | None = None) -> list[str]:
 
 
 def _params(p: str) -> set[str]:
-    return {f"{p}.self_attn.qkv_proj.weight", f"{p}.self_attn.o_proj.weight", f"{p}.mlp.gate.weight",
-            f"{p}.mlp.experts.w13_weight", f"{p}.mlp.experts.w2_weight",
-            f"{p}.mlp.shared_experts.gate_up_proj.weight", f"{p}.mlp.shared_experts.down_proj.weight"}
+    return {
+        f"{p}.self_attn.qkv_proj.weight",
+        f"{p}.self_attn.o_proj.weight",
+        f"{p}.mlp.gate.weight",
+        f"{p}.mlp.experts.w13_weight",
+        f"{p}.mlp.experts.w2_weight",
+        f"{p}.mlp.shared_experts.gate_up_proj.weight",
+        f"{p}.mlp.shared_experts.down_proj.weight",
+    }
 
 
-MAIN = {"model.embed_tokens.weight", "model.norm.weight", "lm_head.weight"} | _params("model.layers.0") | _params(
-    "model.layers.1")
-DRAFT = _params("model.decoder") | {f"model.{n}.weight" for n in ("enorm", "hnorm", "eh_proj", "shared_head.norm")} | {
-    "model.embed_tokens.weight", "lm_head.weight"}
+MAIN = (
+    {"model.embed_tokens.weight", "model.norm.weight", "lm_head.weight"}
+    | _params("model.layers.0")
+    | _params("model.layers.1")
+)
+DRAFT = (
+    _params("model.decoder")
+    | {f"model.{n}.weight" for n in ("enorm", "hnorm", "eh_proj", "shared_head.norm")}
+    | {"model.embed_tokens.weight", "lm_head.weight"}
+)
 
 
-@pytest.fixture()
+@pytest.fixture
 def repo(tmp_path: Path) -> Path:
     models = tmp_path / "pkg" / "models"
     models.mkdir(parents=True)
@@ -157,8 +174,12 @@ def test_run_time_flags_count_as_off_and_their_lines_are_reported(repo: Path):
 
 def test_mtp_shared_experts_under_another_prefix_are_dropped_with_the_renames_that_did_it(repo: Path):
     ckpt = _ckpt(repo, checkpoint_names("model.layers.2.shared_experts"), CONFIG)
-    answer = {"source": "model-class", "framework": "pkg", "params": {n: {} for n in MAIN},
-              "draft_params": {n: {} for n in DRAFT}}
+    answer = {
+        "source": "model-class",
+        "framework": "pkg",
+        "params": {n: {} for n in MAIN},
+        "draft_params": {n: {} for n in DRAFT},
+    }
     result = check_framework(repo, ["pkg/models/*.py"], ckpt, answer)
     draft = next(m for m in result.models if m.cls == "MoeForCausalLMNextN")
     dropped = {o.name: o for o in draft.problems}
@@ -166,11 +187,15 @@ def test_mtp_shared_experts_under_another_prefix_are_dropped_with_the_renames_th
     assert gate.status == "dropped" and gate.target == "model.decoder.shared_experts.gate_up_proj.weight"
     assert [(a, b) for _, a, b in gate.rewrites] == [
         ("model.layers.2.shared_experts.gate_proj.weight", "model.decoder.shared_experts.gate_proj.weight"),
-        ("model.decoder.shared_experts.gate_proj.weight", "model.decoder.shared_experts.gate_up_proj.weight")]
-    assert draft.never_loaded == ["model.decoder.mlp.shared_experts.down_proj.weight",
-                                  "model.decoder.mlp.shared_experts.gate_up_proj.weight"]
+        ("model.decoder.shared_experts.gate_proj.weight", "model.decoder.shared_experts.gate_up_proj.weight"),
+    ]
+    assert draft.never_loaded == [
+        "model.decoder.mlp.shared_experts.down_proj.weight",
+        "model.decoder.mlp.shared_experts.gate_up_proj.weight",
+    ]
     assert [(r.checkpoint, r.framework) for r in draft.fix] == [
-        ("model.layers.2.shared_experts", "model.layers.2.mlp.shared_experts")]
+        ("model.layers.2.shared_experts", "model.layers.2.mlp.shared_experts")
+    ]
     assert (draft.loop_file, draft.loop_class) == ("pkg/models/moe.py", "MoeForCausalLM")
 
     # the weight-name rule's patch writer puts the fix into the loop; the same check then passes
@@ -190,15 +215,54 @@ def test_blocked_construction_falls_back_to_the_static_replay_and_says_so(repo: 
 
 
 def test_an_exclusion_list_in_checkpoint_names_misses_the_module_the_framework_checks(repo: Path):
-    config = {**CONFIG, "quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic",
-                                                "modules_to_not_convert": ["model.layers.2.mlp.shared_experts"]}}
+    config = {
+        **CONFIG,
+        "quantization_config": {
+            "quant_method": "fp8",
+            "activation_scheme": "dynamic",
+            "modules_to_not_convert": ["model.layers.2.mlp.shared_experts"],
+        },
+    }
     excl = read_exclusions(repo, config)
     assert excl is not None and excl.excludes("layers.2.mlp.shared_experts.gate_proj")  # `model.` optional
-    renamed = {"model.layers.2.mlp.shared_experts.gate_proj.weight": "model.decoder.mlp.shared_experts.gate_up_proj.weight",
-               "model.layers.1.mlp.shared_experts.gate_proj.weight": "model.layers.1.mlp.shared_experts.gate_up_proj.weight"}
+    renamed = {
+        "model.layers.2.mlp.shared_experts.gate_proj.weight": "model.decoder.mlp.shared_experts.gate_up_proj.weight",
+        "model.layers.1.mlp.shared_experts.gate_proj.weight": "model.layers.1.mlp.shared_experts.gate_up_proj.weight",
+    }
     misses = exclusion_misses(excl, renamed, [("gate_up_proj", "gate_proj")])
     assert [(m.checkpoint_module, m.framework_prefix) for m in misses] == [
-        ("model.layers.2.mlp.shared_experts.gate_proj", "model.decoder.mlp.shared_experts.gate_proj")]
+        ("model.layers.2.mlp.shared_experts.gate_proj", "model.decoder.mlp.shared_experts.gate_proj")
+    ]
+
+
+@pytest.mark.parametrize("globs", [["pkg/models/*.py"], ["pkg/models/moe_nextn.py"]])
+def test_an_exclusion_miss_on_the_draft_is_judged_by_the_draft_class_even_when_it_is_the_only_one(
+    repo: Path, globs: list[str]
+):
+    """Only the nextn file in the profile's globs: the draft is the one model checked, and its misses
+    are still decided by the draft's quantized parameters (not the target's, which has no decoder)."""
+    config = {
+        **CONFIG,
+        "quantization_config": {
+            "quant_method": "fp8",
+            "activation_scheme": "dynamic",
+            "modules_to_not_convert": ["model.layers.2.mlp.shared_experts"],
+        },
+    }
+    answer = {
+        "source": "model-class",
+        "framework": "pkg",
+        "params": {n: {"dtype": "bfloat16"} for n in MAIN},
+        "draft_params": {
+            n: {"dtype": "float8_e4m3fn" if "shared_experts" in n else "bfloat16"} for n in DRAFT
+        },
+    }
+    result = check_framework(repo, globs, _ckpt(repo, checkpoint_names(), config), answer)
+    assert result.models[-1].cls == "MoeForCausalLMNextN"
+    assert [(m.checkpoint_module, m.framework_prefix) for m in result.exclusion_misses] == [
+        (f"model.layers.2.mlp.shared_experts.{x}_proj", f"model.decoder.mlp.shared_experts.{x}_proj")
+        for x in ("gate", "up", "down")
+    ]
 
 
 def test_cli_without_a_framework_checkout_fails_in_one_line_before_building_anything(tmp_path: Path):
@@ -207,12 +271,35 @@ def test_cli_without_a_framework_checkout_fails_in_one_line_before_building_anyt
 
     from evals.weights_real.checkpoints import write_checkpoint
 
-    ckpt = write_checkpoint(tmp_path / "ckpt", {"architectures": ["Glm4MoeForCausalLM"], "num_hidden_layers": 1},
-                            {"model.norm.weight": ("BF16", [8])}, shards=1)
-    proc = subprocess.run([sys.executable, "-m", "agent.cli", "weights", str(ckpt), "--profile", "sglang",
-                           "--repo", str(tmp_path), "--framework-python", "/nonexistent/python"],
-                          capture_output=True, text=True, check=False, timeout=120)
+    ckpt = write_checkpoint(
+        tmp_path / "ckpt",
+        {"architectures": ["Glm4MoeForCausalLM"], "num_hidden_layers": 1},
+        {"model.norm.weight": ("BF16", [8])},
+        shards=1,
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agent.cli",
+            "weights",
+            str(ckpt),
+            "--profile",
+            "sglang",
+            "--repo",
+            str(tmp_path),
+            "--framework-python",
+            "/nonexistent/python",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
     assert proc.returncode != 0
     assert proc.stderr.strip().splitlines() == [
-        (f"rocport: error: {tmp_path}: no file matching python/sglang/srt/models/*.py defines Glm4MoeForCausalLM; "
-         f"pass --repo with a checkout of the framework")]
+        (
+            f"rocport: error: {tmp_path}: no file matching python/sglang/srt/models/*.py defines Glm4MoeForCausalLM; "
+            f"pass --repo with a checkout of the framework"
+        )
+    ]

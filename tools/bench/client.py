@@ -7,6 +7,7 @@ cumulative `completion_tokens` of the per-chunk usage (`continuous_usage_stats`)
 parsed once per request (the final usage) unless the server sends no per-chunk usage, in which case
 each event is parsed in full (correct, slower). Plain http only: run the client next to the server.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -14,8 +15,12 @@ import contextlib
 import socket
 from dataclasses import dataclass, field
 from time import perf_counter
+from typing import Any
 
 from tools.bench.stream import SO_TIMESTAMPNS, StreamConnection
+
+SockAddr = tuple[str, int] | tuple[str, int, int, int] | tuple[int, bytes]
+"""A socket address as getaddrinfo gives it (IPv4, IPv6, or a raw family)."""
 
 
 @dataclass(slots=True)
@@ -39,7 +44,7 @@ class RequestRecord:
     tokens_exact: bool = True
     resent: bool = False
     """The first attempt's connection closed before any response byte, so it was sent again."""
-    usage: dict | None = None
+    usage: dict[str, Any] | None = None
     status: int = 0
     ok: bool = False
     error: str = ""
@@ -53,7 +58,8 @@ class ConnectionPool:
         self.connect_timeout = connect_timeout
         self.idle: list[StreamConnection] = []
         self.opened = 0
-        self.addr = None
+        self.addr: tuple[socket.AddressFamily, SockAddr] | None = None
+        """The first getaddrinfo answer, resolved on the first connect."""
 
     async def _open(self) -> StreamConnection:
         loop = asyncio.get_running_loop()
@@ -100,12 +106,15 @@ class ConnectionPool:
 class StreamClient:
     """Sends planned requests and fills their RequestRecords."""
 
-    def __init__(self, pool: ConnectionPool, path: str, host_header: str, timeout: float,
-                 api_key: str | None = None):
+    def __init__(
+        self, pool: ConnectionPool, path: str, host_header: str, timeout: float, api_key: str | None = None
+    ):
         self.pool, self.timeout = pool, timeout
         auth = f"Authorization: Bearer {api_key}\r\n" if api_key else ""
-        self.head = (f"POST {path} HTTP/1.1\r\nHost: {host_header}\r\nContent-Type: application/json\r\n"
-                     f"Accept: text/event-stream\r\n{auth}").encode()
+        self.head = (
+            f"POST {path} HTTP/1.1\r\nHost: {host_header}\r\nContent-Type: application/json\r\n"
+            f"Accept: text/event-stream\r\n{auth}"
+        ).encode()
 
     async def send(self, rec: RequestRecord, body: bytes) -> RequestRecord:
         """Send one request and wait for its stream to end; failures are recorded, never raised."""

@@ -2,12 +2,15 @@
 
 Reads our files and sglang/vllm result files alike through the shared top-level keys.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 
-def _first(d: dict, *keys: str):
+def _first(d: dict[str, Any], *keys: str) -> float | None:
     for k in keys:
         v = d.get(k)
         if isinstance(v, (int, float)) and not isinstance(v, bool):
@@ -15,7 +18,7 @@ def _first(d: dict, *keys: str):
     return None
 
 
-def _nested(d: dict, *path: str):
+def _nested(d: Any, *path: str) -> float | None:
     for p in path:
         if not isinstance(d, dict):
             return None
@@ -24,13 +27,24 @@ def _nested(d: dict, *path: str):
 
 
 # (label, higher_is_better, getter)
-METRICS = [
+METRICS: list[tuple[str, bool, Callable[[dict[str, Any]], float | None]]] = [
     ("Requests/s", True, lambda d: _first(d, "request_throughput")),
     ("Output tok/s (generated, all streams)", True, lambda d: _first(d, "output_throughput")),
-    ("Total tok/s (prompt + generated)", True, lambda d: _first(d, "total_token_throughput", "total_throughput")),
-    ("Uncached input tok/s (prefilled)", True, lambda d: _nested(d, "throughput", "uncached_input_tokens_per_s")),
-    ("Output tok/s per stream (decode)", True,
-     lambda d: _nested(d, "throughput", "output_tokens_per_s_per_stream")),
+    (
+        "Total tok/s (prompt + generated)",
+        True,
+        lambda d: _first(d, "total_token_throughput", "total_throughput"),
+    ),
+    (
+        "Uncached input tok/s (prefilled)",
+        True,
+        lambda d: _nested(d, "throughput", "uncached_input_tokens_per_s"),
+    ),
+    (
+        "Output tok/s per stream (decode)",
+        True,
+        lambda d: _nested(d, "throughput", "output_tokens_per_s_per_stream"),
+    ),
     ("Goodput (req/s within SLOs)", True, lambda d: _first(d, "request_goodput")),
     ("Cache hit rate", True, lambda d: _nested(d, "cache", "hit_rate")),
     ("Mean TTFT (ms)", False, lambda d: _first(d, "mean_ttft_ms")),
@@ -62,7 +76,7 @@ class MetricDelta:
     higher_is_better: bool
 
 
-def compare_results(a: dict, b: dict) -> list[MetricDelta]:
+def compare_results(a: dict[str, Any], b: dict[str, Any]) -> list[MetricDelta]:
     """Rows for every metric present in both results, with percentage deltas and which is better."""
     rows = []
     for label, higher, get in METRICS:
@@ -83,7 +97,7 @@ def compare_results(a: dict, b: dict) -> list[MetricDelta]:
     return rows
 
 
-def validity(d: dict) -> str:
+def validity(d: dict[str, Any]) -> str:
     """VALID / INVALID (reasons) for our files, "unknown" for files of other tools."""
     if "valid" not in d:
         return "unknown (not a rocport result)"

@@ -8,10 +8,13 @@
   multi-token chunks (MTP / speculative decoding) do not make ITL look slower than TPOT.
 Statistics use numpy (linear-interpolated percentiles), like both reference tools.
 """
+
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -20,7 +23,7 @@ from tools.bench.client import RequestRecord
 PERCENTILES = (90, 95, 99)
 
 
-def stats_ms(values_s) -> dict | None:
+def stats_ms(values_s: Sequence[float]) -> dict[str, Any] | None:
     """mean/median/std/p90/p95/p99/min/max in milliseconds of values given in seconds."""
     if len(values_s) == 0:
         return None
@@ -57,7 +60,7 @@ def _itls(rec: RequestRecord, out_tokens: int) -> tuple[list[float], list[float]
     if not rec.tokens_exact and later and out_tokens > rec.tokens[0]:
         scale = (out_tokens - rec.tokens[0]) / later
     prev = rec.arrivals[0]
-    for t, c, k in zip(rec.arrivals[1:], rec.chunks[1:], rec.tokens[1:]):
+    for t, c, k in zip(rec.arrivals[1:], rec.chunks[1:], rec.tokens[1:], strict=True):
         gap = t - prev
         prev = t
         itl.append(gap)
@@ -68,19 +71,33 @@ def _itls(rec: RequestRecord, out_tokens: int) -> tuple[list[float], list[float]
     return itl, per_tok
 
 
+def _int_or(value: object, fallback: int) -> int:
+    return value if isinstance(value, int) else fallback
+
+
 def request_metrics(rec: RequestRecord) -> RequestMetrics:
     """Metrics of one successful request."""
     usage = rec.usage or {}
     counted = sum(rec.tokens)
-    out_tokens = usage.get("completion_tokens") if isinstance(usage.get("completion_tokens"), int) else counted
-    prompt = usage.get("prompt_tokens") if isinstance(usage.get("prompt_tokens"), int) else rec.isl
+    out_tokens = _int_or(usage.get("completion_tokens"), counted)
+    prompt = _int_or(usage.get("prompt_tokens"), rec.isl)
     details = usage.get("prompt_tokens_details") or {}
     cached = details.get("cached_tokens") if isinstance(details, dict) else None
     ttft, e2e = rec.first - rec.start, rec.end - rec.start
     tpot = (e2e - ttft) / (out_tokens - 1) if out_tokens > 1 else None
     itl, per_tok = _itls(rec, out_tokens)
-    return RequestMetrics(ttft, e2e, tpot, out_tokens, prompt, cached if isinstance(cached, int) else None,
-                          sum(rec.chunks), bool(rec.usage), itl, per_tok)
+    return RequestMetrics(
+        ttft,
+        e2e,
+        tpot,
+        out_tokens,
+        prompt,
+        cached if isinstance(cached, int) else None,
+        sum(rec.chunks),
+        bool(rec.usage),
+        itl,
+        per_tok,
+    )
 
 
 def _peak_output_rate(records: list[RequestRecord], start: float) -> float:
@@ -102,14 +119,19 @@ def _peak_concurrency(records: list[RequestRecord]) -> int:
     return peak
 
 
-def error_summary(records: list[RequestRecord], limit: int = 10) -> list[dict]:
+def error_summary(records: list[RequestRecord], limit: int = 10) -> list[dict[str, Any]]:
     """Distinct errors with their counts, most frequent first."""
     counts = Counter(r.error or "unknown error" for r in records if not r.ok)
     return [{"error": e, "count": n} for e, n in counts.most_common(limit)]
 
 
-def compute(records: list[RequestRecord], start: float, end: float,
-            slo_ttft_ms: float | None = None, slo_tpot_ms: float | None = None) -> dict:
+def compute(
+    records: list[RequestRecord],
+    start: float,
+    end: float,
+    slo_ttft_ms: float | None = None,
+    slo_tpot_ms: float | None = None,
+) -> dict[str, Any]:
     """Window-level metrics of the measured requests: counts, rates, latency stats, cache, goodput."""
     ok = [r for r in records if r.ok]
     per = [request_metrics(r) for r in ok]
@@ -117,23 +139,38 @@ def compute(records: list[RequestRecord], start: float, end: float,
     out_tok = sum(m.output_tokens for m in per)
     in_tok = sum(m.prompt_tokens for m in per)
     reporting = [m for m in per if m.cached_tokens is not None]
-    cached = sum(m.cached_tokens for m in reporting)
+    cached = sum(m.cached_tokens or 0 for m in reporting)  # all reporting: None filtered out above
     reported_prompt = sum(m.prompt_tokens for m in reporting)
     hit = cached / reported_prompt if reported_prompt else None
     uncached = in_tok - cached if reporting and len(reporting) == len(per) else None
-    good = [m for m in per
-            if (slo_ttft_ms is None or m.ttft * 1000 <= slo_ttft_ms)
-            and (slo_tpot_ms is None or (m.tpot or 0.0) * 1000 <= slo_tpot_ms)]
+    good = [
+        m
+        for m in per
+        if (slo_ttft_ms is None or m.ttft * 1000 <= slo_ttft_ms)
+        and (slo_tpot_ms is None or (m.tpot or 0.0) * 1000 <= slo_tpot_ms)
+    ]
     chunks = sum(m.chunks for m in per)
-    decode_rates = [(m.output_tokens - 1) / (m.e2e - m.ttft) for m in per if m.output_tokens > 1 and m.e2e > m.ttft]
+    decode_rates = [
+        (m.output_tokens - 1) / (m.e2e - m.ttft) for m in per if m.output_tokens > 1 and m.e2e > m.ttft
+    ]
     return {
-        "counts": {"requests": len(records), "completed": len(ok), "failed": len(records) - len(ok),
-                   "input_tokens": in_tok, "output_tokens": out_tok, "chunks": chunks,
-                   "requests_resent": sum(1 for r in records if r.resent),
-                   "requests_without_usage": sum(1 for m in per if not m.usage_reported),
-                   "output_tokens_requested": sum(r.osl for r in ok),
-                   "output_length_mismatches": sum(1 for m, r in zip(per, ok) if m.output_tokens != r.osl),
-                   "input_length_mismatches": sum(1 for m, r in zip(per, ok) if m.prompt_tokens != r.isl)},
+        "counts": {
+            "requests": len(records),
+            "completed": len(ok),
+            "failed": len(records) - len(ok),
+            "input_tokens": in_tok,
+            "output_tokens": out_tok,
+            "chunks": chunks,
+            "requests_resent": sum(1 for r in records if r.resent),
+            "requests_without_usage": sum(1 for m in per if not m.usage_reported),
+            "output_tokens_requested": sum(r.osl for r in ok),
+            "output_length_mismatches": sum(
+                1 for m, r in zip(per, ok, strict=True) if m.output_tokens != r.osl
+            ),
+            "input_length_mismatches": sum(
+                1 for m, r in zip(per, ok, strict=True) if m.prompt_tokens != r.isl
+            ),
+        },
         "duration_s": dur,
         "throughput": {
             "requests_per_s": len(ok) / dur,
@@ -151,30 +188,55 @@ def compute(records: list[RequestRecord], start: float, end: float,
             "itl_per_token": stats_ms([x for m in per for x in m.itl_per_token]),
             "e2e": stats_ms([m.e2e for m in per]),
         },
-        "tokens_per_chunk": {"mean": out_tok / chunks if chunks else None,
-                             "source": "usage" if all(r.tokens_exact for r in ok) else "estimated"},
-        "cache": {"hit_rate": hit, "cached_tokens": cached, "prompt_tokens_reporting": reported_prompt,
-                  "requests_reporting": len(reporting)},
-        "goodput": {"slo_ttft_ms": slo_ttft_ms, "slo_tpot_ms": slo_tpot_ms,
-                    "requests_per_s": len(good) / dur if (slo_ttft_ms or slo_tpot_ms) else None,
-                    "fraction": len(good) / len(records) if (slo_ttft_ms or slo_tpot_ms) and records else None},
+        "tokens_per_chunk": {
+            "mean": out_tok / chunks if chunks else None,
+            "source": "usage" if all(r.tokens_exact for r in ok) else "estimated",
+        },
+        "cache": {
+            "hit_rate": hit,
+            "cached_tokens": cached,
+            "prompt_tokens_reporting": reported_prompt,
+            "requests_reporting": len(reporting),
+        },
+        "goodput": {
+            "slo_ttft_ms": slo_ttft_ms,
+            "slo_tpot_ms": slo_tpot_ms,
+            "requests_per_s": len(good) / dur if (slo_ttft_ms or slo_tpot_ms) else None,
+            "fraction": len(good) / len(records) if (slo_ttft_ms or slo_tpot_ms) and records else None,
+        },
         "concurrency": {"mean": sum(m.e2e for m in per) / dur, "peak": _peak_concurrency(ok)},
         "failures": error_summary(records),
-        "per_request": {"input_lens": [m.prompt_tokens for m in per], "output_lens": [m.output_tokens for m in per],
-                        "ttfts": [m.ttft for m in per], "latencies": [m.e2e for m in per]},
+        "per_request": {
+            "input_lens": [m.prompt_tokens for m in per],
+            "output_lens": [m.output_tokens for m in per],
+            "ttfts": [m.ttft for m in per],
+            "latencies": [m.e2e for m in per],
+        },
     }
 
 
-def single_stream(records: list[RequestRecord], window: tuple[float, float]) -> dict | None:
+def single_stream(records: list[RequestRecord], window: tuple[float, float]) -> dict[str, Any] | None:
     """Single-stream figures at concurrency 1: output tok/s of the phase, and decode tok/s (1/TPOT)."""
     ok = [r for r in records if r.ok]
     if not ok:
-        return {"requests": len(records), "completed": 0, "output_tokens_per_s": None,
-                "decode_tokens_per_s": None, "median_ttft_ms": None} if records else None
+        return (
+            {
+                "requests": len(records),
+                "completed": 0,
+                "output_tokens_per_s": None,
+                "decode_tokens_per_s": None,
+                "median_ttft_ms": None,
+            }
+            if records
+            else None
+        )
     per = [request_metrics(r) for r in ok]
     busy = sum(m.e2e for m in per)
     tpots = [m.tpot for m in per if m.tpot]
-    return {"requests": len(records), "completed": len(ok),
-            "output_tokens_per_s": sum(m.output_tokens for m in per) / busy,
-            "decode_tokens_per_s": 1.0 / float(np.median(tpots)) if tpots else None,
-            "median_ttft_ms": float(np.median([m.ttft for m in per])) * 1000}
+    return {
+        "requests": len(records),
+        "completed": len(ok),
+        "output_tokens_per_s": sum(m.output_tokens for m in per) / busy,
+        "decode_tokens_per_s": 1.0 / float(np.median(tpots)) if tpots else None,
+        "median_ttft_ms": float(np.median([m.ttft for m in per])) * 1000,
+    }

@@ -4,19 +4,41 @@ A mixin of StreamConnection (tools/bench/stream.py), which owns the socket and t
 this half owns the event stream: events split anywhere across reads, LF or CRLF, comments,
 [DONE], error events, and the final usage block.
 """
+
 from __future__ import annotations
 
 import json
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tools.bench.client import RequestRecord
 
 CT = b'"completion_tokens"'
 CT_VALUES = re.compile(rb'"completion_tokens":\s*(\d+)')
 READ_SIZE = 64 * 1024
 """Read size once the first token is in (a 256 KiB recvmsg buffer cost ~14 us more per read here)."""
+NO_REQUEST = "SSE data handled with no request attached to the connection"
+"""An invariant broken: bytes are only read into a request in flight."""
 
 
 class SSEEvents:
     """Event handling; expects rec, cum, fast, last_block, sse_buf, crlf_events, done_seen, read_size."""
+
+    rec: RequestRecord | None
+    """The request in flight; None once it is settled (an error event fails it mid-block)."""
+    cum: int
+    """Cumulative completion tokens the usage blocks have reported so far."""
+    fast: bool | None
+    """Whether every event carries usage (None until the first event says)."""
+    last_block: bytes
+    sse_buf: bytes
+    crlf_events: bool
+    done_seen: bool
+    read_size: int
+
+    def _fail(self, error: str) -> None:
+        raise NotImplementedError  # the connection settles the request
 
     # -- SSE --------------------------------------------------------------------------------------
     def _sse(self, payload: bytes, now: float) -> None:
@@ -28,7 +50,7 @@ class SSEEvents:
         if cut < 0:
             self.sse_buf = buf
             return
-        self.sse_buf = buf[cut + 2:]
+        self.sse_buf = buf[cut + 2 :]
         self._events(buf[:cut], now)
 
     def _events(self, block: bytes, now: float) -> None:
@@ -58,13 +80,19 @@ class SSEEvents:
                 return
         self.cum = cum
         if chunks:
-            rec = self.rec
-            if not rec.first:
-                rec.first = now
-                self.read_size = READ_SIZE
-            rec.arrivals.append(now)
-            rec.chunks.append(chunks)
-            rec.tokens.append(tokens)
+            self._arrived(now, chunks, tokens)
+
+    def _arrived(self, now: float, chunks: int, tokens: int) -> None:
+        """Record one read that carried `chunks` content events holding `tokens` tokens."""
+        rec = self.rec
+        if rec is None:  # chunks are only counted for a request in flight
+            raise RuntimeError(NO_REQUEST)
+        if not rec.first:
+            rec.first = now
+            self.read_size = READ_SIZE
+        rec.arrivals.append(now)
+        rec.chunks.append(chunks)
+        rec.tokens.append(tokens)
 
     def _each_event(self, block: bytes, cum: int) -> tuple[int, int, int]:
         """Event by event: usage-bearing ones cheaply, the rest ([DONE], errors, no usage) in full."""
@@ -107,13 +135,16 @@ class SSEEvents:
             msg = err.get("message", err) if isinstance(err, dict) else err
             self._fail(f"server error event: {str(msg)[:300]}")
             return 0
+        rec = self.rec
+        if rec is None:  # events are handled only while a request is attached
+            raise RuntimeError(NO_REQUEST)
         if obj.get("usage"):
-            self.rec.usage = obj["usage"]
+            rec.usage = obj["usage"]
         choices = obj.get("choices") or []
         if not choices:
             return 0
         self.fast = False
-        self.rec.tokens_exact = False
+        rec.tokens_exact = False
         ch = choices[0]
         if "delta" in ch:  # chat: a role-only chunk is not a token
             delta = ch.get("delta") or {}
@@ -128,12 +159,12 @@ class SSEEvents:
             return
         s = blk.rfind(b"data:", 0, k)
         e = blk.find(b"\n\n", k)
-        raw = blk[s + 5:e if e >= 0 else len(blk)].strip()
+        raw = blk[s + 5 : e if e >= 0 else len(blk)].strip()
         if raw.endswith(b"\r\n"):
             raw = raw[:-2]
         try:
             usage = json.loads(raw).get("usage")
         except (ValueError, AttributeError):
             return
-        if isinstance(usage, dict):
+        if isinstance(usage, dict) and self.rec is not None:
             self.rec.usage = usage

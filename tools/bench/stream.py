@@ -6,6 +6,7 @@ steady state and keep the client's CPU per chunk low: a read that is exactly one
 event (here), and reads whose events all carry per-chunk usage (one regex pass per read, no json;
 in sse.py).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -13,8 +14,12 @@ import socket
 import struct
 import time
 from time import perf_counter
+from typing import TYPE_CHECKING
 
-from tools.bench.sse import CT_VALUES, READ_SIZE, SSEEvents
+from tools.bench.sse import CT_VALUES, NO_REQUEST, READ_SIZE, SSEEvents
+
+if TYPE_CHECKING:
+    from tools.bench.client import ConnectionPool, RequestRecord
 
 _MAX_HEAD = 64 * 1024
 _FIRST_READ_SIZE = 256
@@ -32,7 +37,13 @@ class StreamConnection(SSEEvents):
     still records when the bytes really arrived.
     """
 
-    def __init__(self, pool, sock: socket.socket, loop: asyncio.AbstractEventLoop):
+    fut: asyncio.Future[bool]  # these five are set per request by begin()
+    may_retry: bool
+    got_bytes: bool
+    body_done: bool
+    timer: asyncio.TimerHandle
+
+    def __init__(self, pool: ConnectionPool, sock: socket.socket, loop: asyncio.AbstractEventLoop):
         self.pool, self.sock, self.loop = pool, sock, loop
         self.closed = False
         self.rec = None
@@ -98,13 +109,7 @@ class StreamConnection(SSEEvents):
                     c = int(m.group(1))
                     self.last_block = data
                     if c > self.cum:
-                        rec = self.rec
-                        if not rec.first:
-                            rec.first = now
-                            self.read_size = READ_SIZE
-                        rec.arrivals.append(now)
-                        rec.chunks.append(1)
-                        rec.tokens.append(c - self.cum)
+                        self._arrived(now, 1, c - self.cum)
                         self.cum = c
                     return
         self._general(data, now)
@@ -114,9 +119,10 @@ class StreamConnection(SSEEvents):
             return
         self.got_bytes = True
         if self.in_head:
-            data = self._head(data)
-            if data is None:
+            body = self._head(data)
+            if body is None:
                 return
+            data = body
         mode = self.body_mode
         if mode == "chunked":
             payload = self._dechunk(data)
@@ -137,11 +143,18 @@ class StreamConnection(SSEEvents):
         if self.body_done:
             self._end_body(now)
         else:
-            self.clean = (mode == "chunked" and self.status == 200 and not self.left and not self.crlf_left
-                          and not self.size_buf and not self.sse_buf and self.fast is True)
+            self.clean = (
+                mode == "chunked"
+                and self.status == 200
+                and not self.left
+                and not self.crlf_left
+                and not self.size_buf
+                and not self.sse_buf
+                and self.fast is True
+            )
 
     # -- request lifecycle ------------------------------------------------------------------------
-    def begin(self, rec, fut: asyncio.Future, timeout: float, may_retry: bool) -> None:
+    def begin(self, rec: RequestRecord, fut: asyncio.Future[bool], timeout: float, may_retry: bool) -> None:
         """Attach the next request to this connection (its bytes are written by the caller)."""
         self.rec, self.fut, self.may_retry = rec, fut, may_retry
         self.got_bytes = self.clean = False
@@ -185,10 +198,13 @@ class StreamConnection(SSEEvents):
 
     def _end_body(self, now: float) -> None:
         rec = self.rec
+        if rec is None:  # the body of the request in flight
+            raise RuntimeError(NO_REQUEST)
         rec.end = now
         if self.status != 200:
             text = self.err_body.decode("utf-8", "replace").strip().replace("\n", " ")[:300]
-            return self._fail(f"HTTP {self.status}: {text}")
+            self._fail(f"HTTP {self.status}: {text}")
+            return
         if self.sse_buf.strip():
             tail, self.sse_buf = self.sse_buf.strip(), b""
             self._events(tail, now)
@@ -197,7 +213,8 @@ class StreamConnection(SSEEvents):
         if self.fast and rec.usage is None:
             self._final_usage()
         if not rec.arrivals:
-            return self._fail("stream ended without any token" + ("" if self.done_seen else " (no [DONE])"))
+            self._fail("stream ended without any token" + ("" if self.done_seen else " (no [DONE])"))
+            return
         rec.ok = True
         self._settle()
 
@@ -239,7 +256,7 @@ class StreamConnection(SSEEvents):
         self.in_head = False
         if self.body_mode == "length" and self.left == 0:
             self.body_done = True
-        return buf[end + 4:]
+        return buf[end + 4 :]
 
     def _dechunk(self, data: bytes) -> bytes:
         out = []
@@ -250,7 +267,7 @@ class StreamConnection(SSEEvents):
         while pos < n:
             if self.left:
                 take = min(self.left, n - pos)
-                out.append(data[pos:pos + take])
+                out.append(data[pos : pos + take])
                 pos += take
                 self.left -= take
                 if not self.left:

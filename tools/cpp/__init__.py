@@ -11,7 +11,8 @@ Per file
   (so `#ifdef ENABLE_BF16` code counts as compiled). Macros the file `#define`s under such
   conditions are followed (`#if VLLM_FP8_CVT_X2` after a ROCm-dependent define), and a macro
   defined only in branches a build skips is undefined in that build.
-  `Regions` answers: `.at(offset) -> (rocm, cuda)` liveness (True/False/None), `.rocm_compiles(offset)`, `.shared_code(offset)` (both builds may compile it: where findings belong),
+  `Regions` answers: `.at(offset) -> (rocm, cuda)` liveness (True/False/None), `.rocm_compiles(offset)`,
+  `.shared_code(offset)` (both builds may compile it: where findings belong),
   `.includes` (header, angled, offset, rocm, cuda), `.defines`, `.exports` (macros the file leaves
   defined, per build, for files that include it), `.condition_names`.
 - `line_platforms(text, ...) -> list[str]`: per line 'both' | 'rocm' | 'cuda' | 'dead' (what the
@@ -32,18 +33,19 @@ Tables
   `is_cuda_toolkit_header`, `is_rocm_header`, `ROCM_HEADER_PREFIXES`, `cuda_only_library(header)`
   (CUTLASS, CuTe, FlashInfer, DeepGEMM, cuDNN frontend, ...).
 """
+
 from __future__ import annotations
 
-from tools.cpp.conditions import (
+from tools.cpp.build_configs import (
     CUDA_COMPILER_MACROS,
     OTHER_VENDOR_MACROS,
     ROCM_MACROS,
     BuildConfig,
     Macro,
     cuda_config,
-    evaluate,
     rocm_config,
 )
+from tools.cpp.conditions import evaluate
 from tools.cpp.headers import (
     CUDA_TO_HIP_HEADERS,
     ROCM_HEADER_PREFIXES,
@@ -58,9 +60,31 @@ from tools.cpp.source import SourceText, mask_comments_and_strings
 from tools.cpp.tree import IncludeGraph, merge_exports, seed_for
 
 __all__ = [
-    "CUDA_COMPILER_MACROS", "CUDA_TO_HIP_HEADERS", "OTHER_VENDOR_MACROS", "ROCM_HEADER_PREFIXES", "ROCM_MACROS",
-    "BuildConfig", "Include", "IncludeGraph", "Macro", "Regions", "Seed", "SourceText", "analyze",
-    "cuda_config", "cuda_only_library", "evaluate", "hip_header_for", "is_cuda_toolkit_header",
-    "is_rocm_header", "line_platforms", "mask_comments_and_strings", "merge_exports", "platform",
-    "rocm_config", "rocm_only_file", "seed_for", "walk",
+    "CUDA_COMPILER_MACROS",
+    "CUDA_TO_HIP_HEADERS",
+    "OTHER_VENDOR_MACROS",
+    "ROCM_HEADER_PREFIXES",
+    "ROCM_MACROS",
+    "BuildConfig",
+    "Include",
+    "IncludeGraph",
+    "Macro",
+    "Regions",
+    "Seed",
+    "SourceText",
+    "analyze",
+    "cuda_config",
+    "cuda_only_library",
+    "evaluate",
+    "hip_header_for",
+    "is_cuda_toolkit_header",
+    "is_rocm_header",
+    "line_platforms",
+    "mask_comments_and_strings",
+    "merge_exports",
+    "platform",
+    "rocm_config",
+    "rocm_only_file",
+    "seed_for",
+    "walk",
 ]

@@ -5,85 +5,14 @@ Macros it does not know are unknown, not 0: `#ifdef ENABLE_BF16` may or may not 
 so code under it is still scanned. Logic is Kleene's: `0 && unknown` is 0, `1 || unknown` is 1.
 Values are ints or None (unknown); a malformed expression is unknown, never an exception.
 """
+
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from functools import lru_cache
+
+from tools.cpp.build_configs import BuildConfig, Macro
 
 UNKNOWN = None
-
-
-@dataclass(frozen=True)
-class Macro:
-    """What a configuration knows about one macro."""
-
-    defined: bool | None
-    """True, False, or None when it depends on things the scanner cannot see."""
-    value: int | None = None
-    """Its integer value when defined to one; None when unknown or not an integer."""
-
-
-@dataclass
-class BuildConfig:
-    """The macros one build defines; anything not listed is unknown."""
-
-    name: str
-    macros: dict[str, Macro] = field(default_factory=dict)
-    header_exists: dict[str, bool] = field(default_factory=dict)
-    """Prefix of a header path -> whether `__has_include` finds it in this build."""
-
-    def copy(self) -> BuildConfig:
-        return BuildConfig(self.name, dict(self.macros), self.header_exists)
-
-    def lookup(self, name: str) -> Macro:
-        return self.macros.get(name, Macro(None))
-
-
-_DEF, _UNDEF = Macro(True, 1), Macro(False)
-ROCM_MACROS = ("USE_ROCM", "__HIP_PLATFORM_AMD__", "__HIP_PLATFORM_HCC__", "__HIPCC__", "__HIP__")
-"""Defined by a ROCm build (hip-clang, or the build's -DUSE_ROCM); never by nvcc."""
-CUDA_COMPILER_MACROS = ("__CUDACC__", "__NVCC__", "__CUDA_ARCH__", "__CUDA_ARCH_LIST__", "CUDA_VERSION",
-                        "CUDART_VERSION", "__CUDACC_VER_MAJOR__", "__CUDACC_VER_MINOR__")
-"""Defined by nvcc or the CUDA toolkit headers; never by hip-clang (unless hipify rewrites them)."""
-OTHER_VENDOR_MACROS = ("USE_MUSA", "__MUSACC__", "__MUSA__", "USE_MACA", "__MACACC__", "__MACA__",
-                       "USE_NPU", "USE_ASCEND", "__CCE__", "USE_XPU", "__SYCL_DEVICE_ONLY__",
-                       "SYCL_LANGUAGE_VERSION", "__ILUVATAR__", "__COREX__", "USE_CAMBRICON", "__BANG__",
-                       "USE_HPU", "USE_DCU", "USE_IXDNN")
-"""Other accelerators' compilers and build flags (MUSA, MetaX, Ascend, XPU, Iluvatar, ...): undefined
-in both the ROCm and the CUDA build, so their branches are neither builds' code."""
-_CUDA_HEADERS = {"cuda": True, "cub/": True, "cuda_": True, "cudaTypedefs": True, "cublas": True,
-                 "hip/": False, "hipcub/": False, "rocprim/": False, "rocwmma/": False, "hipblas": False}
-
-
-@lru_cache(maxsize=2)
-def rocm_config(hipify: bool = False) -> BuildConfig:
-    """hip-clang on AMD (checked with `hipcc -dM -E`): HIP macros defined, CUDA compiler macros not.
-
-    Under build-time hipify, `__CUDACC__` is rewritten to `__HIPCC__`, so it reads as defined.
-    Cached: callers copy it before defining macros (the preprocessor walk does).
-    """
-    defined = ["USE_ROCM", "__HIP_PLATFORM_AMD__", "__HIP_PLATFORM_HCC__", "__HIPCC__", "__HIP__",
-               "__clang__"]
-    undefined = ["__HIP_PLATFORM_NVIDIA__", "__HIP_PLATFORM_NVCC__", "__NVCC__", "__CUDA_ARCH__",
-                 "__CUDA_ARCH_LIST__", "__CUDACC_VER_MAJOR__", "__CUDACC_VER_MINOR__", "CUDA_VERSION",
-                 "CUDART_VERSION", "__CUDA__", "USE_CUDA"]
-    macros = {m: _DEF for m in defined} | {m: _UNDEF for m in (*undefined, *OTHER_VENDOR_MACROS)}
-    macros["__CUDACC__"] = _DEF if hipify else _UNDEF
-    for name in ("HIP_VERSION", "HIP_VERSION_MAJOR", "HIP_VERSION_MINOR", "ROCM_VERSION"):
-        macros[name] = Macro(True, None)
-    prefixes = {k: not v for k, v in _CUDA_HEADERS.items()}
-    return BuildConfig("rocm", macros, prefixes)
-
-
-@lru_cache(maxsize=1)
-def cuda_config() -> BuildConfig:
-    """nvcc: CUDA compiler macros defined, every HIP/ROCm macro undefined; __CUDA_ARCH__ per pass."""
-    defined = ["__CUDACC__", "__NVCC__"]
-    undefined = ["USE_ROCM", "__HIP_PLATFORM_AMD__", "__HIP_PLATFORM_HCC__", "__HIPCC__", "__HIP__",
-                 "__HIP_DEVICE_COMPILE__", "HIP_VERSION", "ROCM_VERSION", "__HIP_PLATFORM_NVIDIA__"]
-    macros = {m: _DEF for m in defined} | {m: _UNDEF for m in (*undefined, *OTHER_VENDOR_MACROS)}
-    return BuildConfig("cuda", macros, dict(_CUDA_HEADERS))
 
 
 _TOKEN = re.compile(
@@ -94,8 +23,18 @@ _TOKEN = re.compile(
 )
 
 # Binary operators by precedence, loosest first (C's table, minus assignment and comma).
-_LEVELS = [("||",), ("&&",), ("|",), ("^",), ("&",), ("==", "!="), ("<", ">", "<=", ">="),
-           ("<<", ">>"), ("+", "-"), ("*", "/", "%")]
+_LEVELS = [
+    ("||",),
+    ("&&",),
+    ("|",),
+    ("^",),
+    ("&",),
+    ("==", "!="),
+    ("<", ">", "<=", ">="),
+    ("<<", ">>"),
+    ("+", "-"),
+    ("*", "/", "%"),
+]
 
 
 class _Malformed(Exception):
@@ -107,10 +46,10 @@ def _tokens(expr: str) -> list[tuple[str, str]]:
     expr = expr.rstrip()
     while pos < len(expr):
         m = _TOKEN.match(expr, pos)
-        if not m or m.end() == pos:
+        kind = m.lastgroup if m else None
+        if not m or m.end() == pos or kind is None:
             raise _Malformed(expr)
         pos = m.end()
-        kind = m.lastgroup
         out.append((kind, m.group(kind)))
     return out
 
@@ -128,11 +67,24 @@ def _binary(op: str, a: int | None, b: int | None) -> int | None:
         return None
     if op in ("/", "%") and b == 0:
         return None
-    ops = {"|": lambda: a | b, "^": lambda: a ^ b, "&": lambda: a & b, "==": lambda: int(a == b),
-           "!=": lambda: int(a != b), "<": lambda: int(a < b), ">": lambda: int(a > b),
-           "<=": lambda: int(a <= b), ">=": lambda: int(a >= b), "<<": lambda: a << min(b, 64),
-           ">>": lambda: a >> min(b, 64), "+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
-           "/": lambda: int(a / b), "%": lambda: a % b}
+    ops = {
+        "|": lambda: a | b,
+        "^": lambda: a ^ b,
+        "&": lambda: a & b,
+        "==": lambda: int(a == b),
+        "!=": lambda: int(a != b),
+        "<": lambda: int(a < b),
+        ">": lambda: int(a > b),
+        "<=": lambda: int(a <= b),
+        ">=": lambda: int(a >= b),
+        "<<": lambda: a << min(b, 64),
+        ">>": lambda: a >> min(b, 64),
+        "+": lambda: a + b,
+        "-": lambda: a - b,
+        "*": lambda: a * b,
+        "/": lambda: int(a / b),
+        "%": lambda: a % b,
+    }
     return ops[op]()
 
 
@@ -229,7 +181,7 @@ class _Parser:
 
 
 _NAMES = re.compile(r"[A-Za-z_]\w*")
-_CACHE: dict[tuple, int | None] = {}
+_CACHE: dict[tuple[str, str, tuple[Macro | None, ...], tuple[tuple[str, bool], ...]], int | None] = {}
 _CACHE_LIMIT = 50_000
 
 
@@ -238,8 +190,12 @@ def evaluate(expr: str, config: BuildConfig) -> int | None:
     Memoised on the expression and the states of the macros it names: the same guards
     (`defined(USE_ROCM)`, `__CUDA_ARCH__ >= 800`) recur in every file of a tree."""
     names = _NAMES.findall(expr)
-    key = (expr, config.name, tuple(config.macros.get(n) for n in names),
-           tuple(sorted(config.header_exists.items())) if "__has_include" in expr else ())
+    key = (
+        expr,
+        config.name,
+        tuple(config.macros.get(n) for n in names),
+        tuple(sorted(config.header_exists.items())) if "__has_include" in expr else (),
+    )
     if key in _CACHE:
         return _CACHE[key]
     value = _evaluate(expr, config)

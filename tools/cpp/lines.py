@@ -1,10 +1,11 @@
 """Per-file questions the rules and the scanner ask: which build compiles each line, and is the whole
 file ROCm-only."""
+
 from __future__ import annotations
 
 import posixpath
 
-from tools.cpp.conditions import cuda_config, rocm_config
+from tools.cpp.build_configs import cuda_config, rocm_config
 from tools.cpp.headers import is_rocm_header
 from tools.cpp.preprocessor import Regions, Seed, walk
 from tools.cpp.source import mask_comments_and_strings
@@ -18,7 +19,7 @@ def analyze(text: str, *, hipify: bool = False, seed: Seed | None = None) -> Reg
     return walk(mask_comments_and_strings(text), text, rocm_config(hipify), cuda_config(), seed)
 
 
-def platform(rocm, cuda) -> str:
+def platform(rocm: bool | None, cuda: bool | None) -> str:
     """'both', 'rocm', 'cuda' or 'dead' for a (ROCm, CUDA) liveness pair (unknown counts as live)."""
     if rocm is False:
         return "dead" if cuda is False else "cuda"
@@ -44,5 +45,7 @@ def rocm_only_file(rel: str, regions: Regions) -> bool:
     compiles too (so the CUDA build could not compile it)."""
     if rel.endswith(".hip") or any(part in ROCM_ONLY_DIRS for part in posixpath.dirname(rel).split("/")):
         return True
-    return any(inc.cuda is not False and inc.rocm is not False and is_rocm_header(inc.header)
-               for inc in regions.includes)
+    return any(
+        inc.cuda is not False and inc.rocm is not False and is_rocm_header(inc.header)
+        for inc in regions.includes
+    )

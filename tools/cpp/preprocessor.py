@@ -7,16 +7,24 @@ not False. So `#ifdef USE_ROCM <hip> #else <cuda> #endif` is handled: the `#else
 region, correctly guarded, and yields no finding. Only directive lines are visited, so the cost is
 proportional to the number of directives, not lines.
 """
+
 from __future__ import annotations
 
 import bisect
 import re
 from dataclasses import dataclass, field
 
-from tools.cpp.conditions import BuildConfig, Macro, evaluate
+from tools.cpp.build_configs import BuildConfig, Macro
+from tools.cpp.conditions import evaluate
 
 # Anchored on '#' (not '^') so the engine can skip to candidates; the line start is checked after.
-_DIRECTIVE = re.compile(r"#[ \t]*(?P<name>[a-z_]+)(?P<rest>(?:[^\n\\]|\\(?:\r?\n|.))*)")
+# The rest of the line, continuations included, as an unrolled loop: several times faster than a
+# per-character alternation on long #define bodies.
+_DIRECTIVE = re.compile(r"#[ \t]*(?P<name>[a-z_]+)(?P<rest>[^\n\\]*(?:\\(?:\r?\n|.)[^\n\\]*)*)")
+_WALKED = frozenset(
+    ("include", "if", "ifdef", "ifndef", "elif", "elifdef", "elifndef", "else", "endif", "define", "undef")
+)
+"""Directives the walk reads; the rest (#pragma, #error, ...) are skipped before any other work."""
 _INCLUDE = re.compile(r'\s*([<"])([^>"\n]+)[>"]')
 _DEFINE = re.compile(r"\s*([A-Za-z_]\w*)(\()?(.*)", re.DOTALL)
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)", re.DOTALL)
@@ -123,7 +131,7 @@ class _Walker:
     def __init__(self, rocm: BuildConfig, cuda: BuildConfig, seed: Seed | None = None):
         self.configs = (rocm.copy(), cuda.copy())
         for name, pair in (seed or {}).items():
-            for config, macro in zip(self.configs, pair):
+            for config, macro in zip(self.configs, pair, strict=True):
                 config.macros.setdefault(name, macro)
         self.live: tuple[Tri, Tri] = (True, True)
         self.stack: list[_Frame] = []
@@ -166,7 +174,7 @@ class _Walker:
         if not undef:
             self.regions.defines.append((name, offset))
         self.touched.add(name)
-        for config, live in zip(self.configs, self.live):
+        for config, live in zip(self.configs, self.live, strict=True):
             if live is False:
                 # Defined only where this build does not go: undefined here, not unknown.
                 config.macros.setdefault(name, Macro(False))
@@ -179,7 +187,6 @@ class _Walker:
                 value = None if func or not body else evaluate(body, config)
                 config.macros[name] = Macro(True, value)
 
-
     def exports(self) -> dict[str, tuple[Macro, Macro]]:
         return {n: (self.configs[0].lookup(n), self.configs[1].lookup(n)) for n in self.touched}
 
@@ -189,16 +196,17 @@ def walk(masked: str, raw: str, rocm: BuildConfig, cuda: BuildConfig, seed: Seed
     strings blanked); `seed` holds the macros its included headers define (see tools.cpp.tree)."""
     w = _Walker(rocm, cuda, seed)
     for m in _DIRECTIVE.finditer(masked):
-        if not _starts_line(masked, m.start()):
-            continue
         name = m.group("name")
-        rest = _clean(raw[m.start("rest"):m.end("rest")])
+        if name not in _WALKED or not _starts_line(masked, m.start()):
+            continue
         if name == "include":
             inc = _INCLUDE.match(raw, m.start("rest"))
             if inc:
-                w.regions.includes.append(Include(inc.group(2).strip(), inc.group(1) == "<",
-                                                  inc.start(2), *w.live))
+                w.regions.includes.append(
+                    Include(inc.group(2).strip(), inc.group(1) == "<", inc.start(2), *w.live)
+                )
             continue
+        rest = _clean(raw[m.start("rest") : m.end("rest")]) if name not in ("else", "endif") else ""
         if name in ("if", "ifdef", "ifndef", "elif", "elifdef", "elifndef"):
             w.regions.condition_names.update(_WORD.findall(rest))
         if name in ("if", "ifdef", "ifndef"):

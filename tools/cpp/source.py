@@ -4,32 +4,53 @@ The masked copy has every comment and string/char literal replaced by spaces (ne
 offsets agree with the raw text and no pattern can fire inside a comment or a string. Header names
 of `#include "..."` are read from the raw text by the preprocessor walk.
 """
+
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Callable
 from functools import cached_property
 
 # Unrolled loops ("[^"\\]*(?:\\.[^"\\]*)*") instead of per-character alternation: same language,
 # several times faster on long literals and comments.
 _LEXEME = re.compile(
-    r'//[^\n]*'
-    r'|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|/\*[\s\S]*'
+    r"//[^\n]*"
+    r"|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|/\*[\s\S]*"
     r'|R"(?P<delim>[^()\\\s"]{0,16})\([\s\S]*?\)(?P=delim)"'
     r'|"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
     r"|'(?:[^'\\\n]|\\.){1,8}'"
 )
 
 
-def _blank(match: re.Match) -> str:
+def _blank(match: re.Match[str]) -> str:
     text = match.group(0)
     if "\n" not in text:
         return " " * len(text)
     return "\n".join(" " * len(part) for part in text.split("\n"))
 
 
-def mask_comments_and_strings(text: str) -> str:
+def mask_with_regex(text: str) -> str:
     """The text with comments and literals blanked to spaces; same length, same newlines."""
     return _LEXEME.sub(_blank, text)
+
+
+def _compiled_mask() -> Callable[[str], str] | None:
+    """The C twin of mask_with_regex (built at install time when a C compiler is there), unless
+    ROCPORT_PURE_PYTHON is set (to compare the two)."""
+    if os.environ.get("ROCPORT_PURE_PYTHON"):
+        return None
+    try:
+        from tools.cpp._lexmask import mask
+    except ImportError:
+        return None
+    return mask
+
+
+compiled_mask = _compiled_mask()
+"""None when the extension is not built (or switched off): masking then runs the regex."""
+mask_comments_and_strings = compiled_mask or mask_with_regex
+"""The text with comments and literals blanked to spaces; same length, same newlines."""
 
 
 class SourceText:
@@ -54,7 +75,7 @@ class SourceText:
             if nl < 0:
                 break
             start = nl + 1
-        prefix = self.raw[start:start + byte_col + 1].encode("utf-8", "surrogateescape")[:byte_col]
+        prefix = self.raw[start : start + byte_col + 1].encode("utf-8", "surrogateescape")[:byte_col]
         return start + len(prefix.decode("utf-8", "replace"))
 
     def line_col(self, offset: int) -> tuple[int, int]:

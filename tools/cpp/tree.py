@@ -7,13 +7,14 @@ includes it (transitively) through includes the ROCm build compiles; that is how
 under `#ifdef USE_ROCM`. One level of macro flow is modelled: a header's exports are computed from
 its own text (plus the built-in ROCm/CUDA configurations), not from what its own includes define.
 """
+
 from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
-from tools.cpp.conditions import Macro
+from tools.cpp.build_configs import Macro
 from tools.cpp.preprocessor import Seed
 
 HEADER_SUFFIXES = (".h", ".hpp", ".hh", ".hxx", ".cuh", ".inl", ".ipp", ".tcc")
@@ -52,8 +53,11 @@ class IncludeGraph:
             if beside in self.files:
                 found = [beside]
             else:
-                found = [p for p in self.by_name.get(posixpath.basename(header), ())
-                         if p == header or p.endswith("/" + header)]
+                found = [
+                    p
+                    for p in self.by_name.get(posixpath.basename(header), ())
+                    if p == header or p.endswith("/" + header)
+                ]
             self._resolved[key] = found
         return found
 
@@ -64,6 +68,10 @@ class IncludeGraph:
         seen, todo = {rel}, [rel]
         while todo:
             current = todo.pop()
+            done = self._closure.get(current)
+            if done is not None:  # a header's closure is already complete: no need to walk it again
+                seen |= done
+                continue
             for header in self.files[current].includes:
                 for target in self.resolve(current, header):
                     if target not in seen:
@@ -77,8 +85,12 @@ class IncludeGraph:
         nobody includes) plus what they include outside CUDA-only branches. A header reached only
         through `#ifndef USE_ROCM` includes is CUDA-only."""
         if roots is None:
-            included = {t for rel, f in self.files.items() for h in (*f.includes, *f.cuda_includes)
-                        for t in self.resolve(rel, h)}
+            included = {
+                t
+                for rel, f in self.files.items()
+                for h in (*f.includes, *f.cuda_includes)
+                for t in self.resolve(rel, h)
+            }
             roots = [p for p in self.files if p not in included or not p.endswith(HEADER_SUFFIXES)]
         reached: set[str] = set()
         for root in roots:

@@ -6,6 +6,7 @@
 One pass over the lines: a Python traceback parser, a compiler/build-output parser, a table of
 one-line run-time failures, and a catch-all that reports error-looking lines as `unknown`.
 """
+
 from __future__ import annotations
 
 import re
@@ -16,20 +17,29 @@ from pathlib import Path
 from tools.diagnose.collect import Collector
 from tools.diagnose.compile import CompileParser
 from tools.diagnose.lines import DiagnoseError, iter_file_lines, iter_text_lines
-from tools.diagnose.python import (bare_exception_failure, framework_frame, is_wrapper, traceback_failures,
-                                   warning_failure)
+from tools.diagnose.python import (
+    bare_exception_failure,
+    framework_frame,
+    is_wrapper,
+    traceback_failures,
+    warning_failure,
+)
 from tools.diagnose.python_facts import weight_line
 from tools.diagnose.runtime import WORTH_A_LOOK, looks_like_error, match_runtime
 from tools.diagnose.traceback import PyTraceback, TracebackParser
 from tools.records import Failure
 
-_CONSEQUENCE = re.compile(r"Aborted|core dumped|Killed|failed to start|sigquit|See root cause above|initialization failed"
-                         r"|exit(?:ed with)? (?:code|status)|returned non-zero exit status|Error 1$")
+_CONSEQUENCE = re.compile(
+    r"Aborted|core dumped|Killed|failed to start|sigquit|See root cause above|initialization failed"
+    r"|exit(?:ed with)? (?:code|status)|returned non-zero exit status|Error 1$"
+)
 
 __all__ = ["DiagnoseError", "diagnose_file", "diagnose_lines", "diagnose_text"]
 
 
-def diagnose_text(text: str, *, repo_root: str | Path | None = None, source: str | None = None) -> list[Failure]:
+def diagnose_text(
+    text: str, *, repo_root: str | Path | None = None, source: str | None = None
+) -> list[Failure]:
     """Every failure in an in-memory log, in log order.
 
     `repo_root` makes paths repo-relative (container mounts, build trees, hipified copies included);
@@ -38,14 +48,16 @@ def diagnose_text(text: str, *, repo_root: str | Path | None = None, source: str
     return diagnose_lines(iter_text_lines(text), repo_root=repo_root, source=source)
 
 
-def diagnose_file(path: str | Path, *, repo_root: str | Path | None = None,
-                  source: str | None = None) -> list[Failure]:
+def diagnose_file(
+    path: str | Path, *, repo_root: str | Path | None = None, source: str | None = None
+) -> list[Failure]:
     """Every failure in a log file, read as a stream; raises DiagnoseError for a missing or binary file."""
     return diagnose_lines(iter_file_lines(path), repo_root=repo_root, source=source)
 
 
-def diagnose_lines(lines: Iterable[str], *, repo_root: str | Path | None = None,
-                   source: str | None = None) -> list[Failure]:
+def diagnose_lines(
+    lines: Iterable[str], *, repo_root: str | Path | None = None, source: str | None = None
+) -> list[Failure]:
     """Diagnose cleaned log lines (see `lines.clean_line`)."""
     return _Diagnoser(repo_root, source).run(lines)
 
@@ -56,7 +68,9 @@ class _Diagnoser:
         self.repo_root = repo_root
         self.source = source
         self.compile = CompileParser(self.collector.add_compile)
-        self.tracebacks = TracebackParser(self._on_traceback, is_message=lambda text: match_runtime(text) is not None)
+        self.tracebacks = TracebackParser(
+            self._on_traceback, is_message=lambda text: match_runtime(text) is not None
+        )
         self.wrapper_tracebacks: list[Failure] = []
         self.recent: deque[str] = deque(maxlen=3)
         self.weight_notice: Failure | None = None
@@ -85,8 +99,9 @@ class _Diagnoser:
             return
         failure = warning_failure(text) or bare_exception_failure(text) or self._runtime(text)
         if failure is None and looks_like_error(text):
-            failure = Failure(kind="unknown", message=text[:500], excerpt=self._excerpt(text),
-                              source=self.source or "log")
+            failure = Failure(
+                kind="unknown", message=text[:500], excerpt=self._excerpt(text), source=self.source or "log"
+            )
         if failure is not None:
             self.compile.flush_pending()
             self.collector.add(failure)
@@ -98,8 +113,14 @@ class _Diagnoser:
             return False
         symbol, facts = found
         if self.weight_notice is None:
-            self.weight_notice = Failure(kind="weight_name", message=text[:500], symbol=symbol,
-                                         excerpt=self._excerpt(text), source=self.source or "log", facts=facts)
+            self.weight_notice = Failure(
+                kind="weight_name",
+                message=text[:500],
+                symbol=symbol,
+                excerpt=self._excerpt(text),
+                source=self.source or "log",
+                facts=facts,
+            )
             self.collector.add(self.weight_notice)
             return True
         for key, names in facts.items():
@@ -113,8 +134,14 @@ class _Diagnoser:
             return None
         kind, symbol = hit
         facts = {"dtype": symbol} if kind in ("unsupported_dtype", "fp8_layout") and symbol else {}
-        return Failure(kind=kind, message=text[:500], symbol=symbol, excerpt=self._excerpt(text),
-                       source=self.source or "log", facts=facts)
+        return Failure(
+            kind=kind,
+            message=text[:500],
+            symbol=symbol,
+            excerpt=self._excerpt(text),
+            source=self.source or "log",
+            facts=facts,
+        )
 
     def _excerpt(self, text: str) -> str:
         before = [r.strip() for r in list(self.recent)[-2:]]
@@ -145,8 +172,11 @@ class _Diagnoser:
         failures = self.collector.failures
         if any(f.kind not in ("unknown", "python_error") for f in failures):
             # "Aborted (core dumped)", "See root cause above": echoes of a failure already diagnosed
-            failures = [f for f in failures if not (f.kind in ("unknown", "python_error")
-                                                    and _CONSEQUENCE.search(f.message))]
+            failures = [
+                f
+                for f in failures
+                if not (f.kind in ("unknown", "python_error") and _CONSEQUENCE.search(f.message))
+            ]
         return failures
 
     def _report_wrappers(self) -> None:
@@ -157,6 +187,12 @@ class _Diagnoser:
             self.collector.add(failure)
         if self.compile.wrappers and not self.collector.failures:
             first = self.compile.wrappers[0]
-            self.collector.add(Failure(kind="compile_error", message=first[:500],
-                                       excerpt="\n".join(self.compile.wrappers[:5]),
-                                       source=self.source or "build", facts={"wrapper": True}))
+            self.collector.add(
+                Failure(
+                    kind="compile_error",
+                    message=first[:500],
+                    excerpt="\n".join(self.compile.wrappers[:5]),
+                    source=self.source or "build",
+                    facts={"wrapper": True},
+                )
+            )

@@ -4,79 +4,46 @@ Order matters: the most specific family wins (a missing `cub/cub.cuh` is `cub`, 
 `cuda_header`); an error raised inside a toolchain header is `toolchain` unless it is one of
 the code families; what matches nothing is `compile_error` / `link_error`.
 """
+
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+from tools.diagnose.classify_patterns import (
+    ASM_MNEMONIC,
+    BARE_MNEMONIC,
+    BF16,
+    CONSTEXPR_INIT,
+    CUBLAS,
+    CUDA_HEADERS,
+    CUDA_RUNTIME_CALL,
+    DIALECT,
+    FP8,
+    FP16,
+    HIP_BUILTIN_DUP,
+    HIP_HEADERS,
+    MISSING_HEADER,
+    NCCL,
+    NO_KNOWN_CONVERSION,
+    NO_VIABLE,
+    PTX,
+    SMEM,
+    STREAM,
+    STREAM_HEADERS,
+    UNDECLARED,
+    VENDOR_TYPE,
+    WARP_INTRINSICS,
+    WARP_SIZE,
+)
 from tools.diagnose.compile_record import CompilerDiagnostic
 from tools.diagnose.compile_rules import cuda_path_on_rocm, location_free_kind
 from tools.diagnose.signature import is_system_path
 
-_MISSING_HEADER = [
-    re.compile(r"^'(?P<h>[^']+)' file not found"),                 # clang
-    re.compile(r"^(?P<h>\S+): No such file or directory"),          # gcc / nvcc's host preprocessor
-    re.compile(r'^cannot open source file "(?P<h>[^"]+)"'),         # nvcc (EDG)
-]
-_CUDA_HEADERS = re.compile(
-    r"^(?:cuda[\w]*\.h|cuda\.h|cudaTypedefs\.h|cublas\w*\.h|cublasLt\.h|curand\w*\.h|cufft\w*\.h|cusparse\w*\.h"
-    r"|cusolver\w*\.h|cudnn\w*\.h|nvrtc\.h|nvml\.h|nvToolsExt\w*\.h|nvtx3/.*|mma\.h|cooperative_groups(?:\.h|/.*)?"
-    r"|crt/.*|device_launch_parameters\.h|device_functions\.h|sm_\d+_intrinsics\.h|vector_types\.h"
-    r"|driver_types\.h|texture_fetch_functions\.h|cuda_pipeline\w*\.h|cuda_awbarrier\w*\.h|nccl\.h|cutlass/.*|cute/.*)$")
-_HIP_HEADERS = re.compile(r"^(?:hip/|hipcub/|rocprim/|hipblas|rocblas|hipblaslt|rocwmma/|hiprand|rocrand|rccl|miopen"
-                          r"|hipfft|hipsparse|hipsolver|rocsolver|roctracer|roctx|amd_detail/)")
-_STREAM_HEADERS = re.compile(r"(?:MasqueradingAsCUDA|^ATen/hip/|^c10/hip/|HIPGuard|HIPStream|HIPContext)")
-
-_WARP_INTRINSICS = re.compile(
-    r"^(?:__shfl(?:_up|_down|_xor)?_sync|__syncwarp|__activemask|__ballot_sync|__any_sync|__all_sync|__uni_sync"
-    r"|__match_(?:any|all)_sync|__reduce_\w+_sync|__ldg|__ldcg|__ldca|__ldcs|__ldlu|__ldcv|__stcg|__stcs|__stwb|__stwt"
-    r"|__lanemask_\w+|__fns|__nanosleep|__shfl(?:_up|_down|_xor)?)$")
-_WARP_SIZE = re.compile(r"^(?:CUB_WARP_THREADS|CUB_PTX_WARP_THREADS|WARP_SIZE|warpSize|kWarpSize|WARP_THREADS)$")
-_BF16 = re.compile(r"bfloat16|bf16|bfloat162", re.IGNORECASE)
-_FP16 = re.compile(r"^(?:__half2?|half2?|__nv_half\w*|__float2half\w*|__half2float\w*|__h\w+|hip_half\w*|__hip_half\w*)$|fp16"
-                   r"|half")
-_FP8 = re.compile(r"fp8|e4m3|e5m2|e8m0|fp4|e2m1", re.IGNORECASE)
-_UNDECLARED = [
-    re.compile(r"^use of undeclared identifier '(?P<s>[^']+)'"),
-    re.compile(r"^unknown type name '(?P<s>[^']+)'"),
-    re.compile(r"^'(?P<s>[^']+)' was not declared in this scope"),
-    re.compile(r"^'(?P<s>[^']+)' does not name a type"),
-    re.compile(r'^identifier "(?P<s>[^"]+)" is undefined'),
-    re.compile(r"^no matching function for call to '(?P<s>[^']+)'"),
-    re.compile(r"^use of undeclared identifier '(?P<s>[^']+)'; did you mean"),
-    re.compile(r"^no template named '(?P<s>[^']+)'"),
-    re.compile(r'^namespace "(?P<ns>[\w:]+)" has no member "(?P<s>[^"]+)"'),
-    re.compile(r"^no (?:member|type|template) named '(?P<s>[^']+)' in namespace '(?P<ns>[^']+)'"),
-    re.compile(r"^no member named '(?P<s>[^']+)' in '(?P<ns>[^']+)'"),
-    re.compile(r"^'(?P<s>[^']+)' is not a member of '(?P<ns>[^']+)'"),
-]
-_PTX = re.compile(r"couldn't allocate (?:output|input) register|invalid (?:output|input)? ?constraint|invalid instruction"
-                  r"|unknown register name|invalid operand for instruction|instruction not supported|\bptx\b"
-                  r"|unrecognized instruction mnemonic|inline asm", re.IGNORECASE)
-_ASM_MNEMONIC = re.compile(r'asm\s*(?:volatile|__volatile__)?\s*\(\s*"\s*\{?\s*([a-z][\w.]*)')
-_BARE_MNEMONIC = re.compile(r"^([a-z][a-z0-9_]*\.[\w.]+|[a-z][a-z0-9_]+)\s")  # `lop3.b32 s2, ...` in <inline asm>
-_DIALECT = re.compile(r"missing 'typename' prior to dependent type name|use 'template' keyword to treat"
-                      r"|reference to __host__ function|calling a __host__ function|never produces a constant expression"
-                      r"|cannot be narrowed|ISO C\+\+|is not a constant expression|explicit specialization of .* in class scope"
-                      r"|declaration of .* shadows template parameter|non-type template argument is not a constant")
-_SMEM = re.compile(r"(?:hip|cuda)FuncSetAttribute|launch_bounds|local memory \(\d+\) exceeds limit|uses too much shared"
-                   r"|shared memory|LDS")
-_CUBLAS = re.compile(r"hipblas|cublas|rocblas", re.IGNORECASE)
-_STREAM = re.compile(r"getCurrentCUDAStream|getDefaultCUDAStream|CUDAStream|MasqueradingAsCUDA|CUDAGuard|cudaStream_t"
-                     r"|getCurrentHIPStream|HIPStream")
-_HIP_BUILTIN_DUP = re.compile(r"__float2bfloat16|__bfloat162float|__hip_|__half|__float2half|hip_bfloat16")
-_VENDOR_TYPE = re.compile(r"^(?:__half2?|half2?|__nv_bfloat16\w*|nv_bfloat16\w*|__nv_fp8\w*|__hip_bfloat16\w*)$")
-_NO_VIABLE = re.compile(r"no viable conversion from (?:returned value of type )?'(?P<f>[^']+)'(?: \(aka '(?P<fa>[^']+)'\))?"
-                        r" to (?:function return type )?'(?P<t>[^']+)'(?: \(aka '(?P<ta>[^']+)'\))?")
-_NO_KNOWN_CONVERSION = re.compile(r"no known conversion from '(?P<t>[^']+)'(?: \(aka '(?P<a>[^']+)'\))?")
-_CUDA_RUNTIME_CALL = re.compile(r"^cuda[A-Z]\w*$")
-_NCCL = re.compile(r"^[nr]ccl[A-Z_]\w*")
-_CONSTEXPR_INIT = re.compile(r"constexpr variable '(?P<s>[^']+)' must be initialized by a constant expression")
-
 
 def missing_header(message: str) -> str | None:
     """The header a 'file not found' error names, as written in the #include."""
-    for pattern in _MISSING_HEADER:
+    for pattern in MISSING_HEADER:
         m = pattern.match(message)
         if m:
             return m.group("h")
@@ -88,11 +55,11 @@ def _header_kind(header: str, tool: str) -> str:
         return "cub"
     if header.startswith("cuda/"):
         return "cuda_std"
-    if _STREAM_HEADERS.search(header):
+    if STREAM_HEADERS.search(header):
         return "stream_api"
-    if _CUDA_HEADERS.match(header):
+    if CUDA_HEADERS.match(header):
         return "cuda_header"
-    if _HIP_HEADERS.match(header):
+    if HIP_HEADERS.match(header):
         # a missing HIP header under hipcc means the ROCm install is too old or incomplete;
         # under nvcc it means a guard let ROCm-only code into the CUDA build
         return "compile_error" if tool == "nvcc" else "toolchain"
@@ -100,7 +67,7 @@ def _header_kind(header: str, tool: str) -> str:
 
 
 def _undeclared(message: str) -> tuple[str | None, str | None]:
-    for pattern in _UNDECLARED:
+    for pattern in UNDECLARED:
         m = pattern.match(message)
         if m:
             return m.group("s"), m.groupdict().get("ns")
@@ -109,11 +76,11 @@ def _undeclared(message: str) -> tuple[str | None, str | None]:
 
 def _type_kind(symbol: str) -> str | None:
     bare = symbol.split("<")[0].split("::")[-1]
-    if _FP8.search(bare):
+    if FP8.search(bare):
         return "fp8_type"
-    if _BF16.search(bare):
+    if BF16.search(bare):
         return "bf16_type"
-    if _FP16.search(bare):
+    if FP16.search(bare):
         return "fp16_type"
     return None
 
@@ -125,20 +92,20 @@ def _symbol_kind(symbol: str, namespace: str | None, diag: CompilerDiagnostic) -
         return "cub", f"{ns}::{bare}" if ns else bare
     if ns.startswith("cuda") or bare == "cuda":
         return "cuda_std", f"{ns}::{bare}" if ns else bare
-    if _WARP_INTRINSICS.match(bare):
+    if WARP_INTRINSICS.match(bare):
         return "warp_intrinsic", bare
-    if _WARP_SIZE.match(bare):
+    if WARP_SIZE.match(bare):
         return "warp_size", bare
     type_kind = _type_kind(bare)
     if type_kind:
         return type_kind, bare
-    if _STREAM.search(bare):
+    if STREAM.search(bare):
         return "stream_api", bare
-    if _CUDA_RUNTIME_CALL.match(bare):  # a runtime/graph call or enum hipify left untranslated
+    if CUDA_RUNTIME_CALL.match(bare):  # a runtime/graph call or enum hipify left untranslated
         return "cuda_api", bare
-    if _CUBLAS.search(bare):
+    if CUBLAS.search(bare):
         return "cublas", bare
-    if _SMEM.search(bare):
+    if SMEM.search(bare):
         return "launch_bounds_smem", bare
     return None
 
@@ -149,12 +116,12 @@ def _bare_type(name: str) -> str:
 
 def _conversion_type(diag: CompilerDiagnostic) -> tuple[str, str] | None:
     """`no viable conversion from '__half' to ...`: the CUDA/HIP half or bfloat16 type involved."""
-    m = _NO_VIABLE.search(diag.message)
+    m = NO_VIABLE.search(diag.message)
     if not m:
         return None
     for side in ("f", "t"):
         canonical = _bare_type(m.group(side + "a") or m.group(side))
-        if _VENDOR_TYPE.match(canonical) or _VENDOR_TYPE.match(_bare_type(m.group(side))):
+        if VENDOR_TYPE.match(canonical) or VENDOR_TYPE.match(_bare_type(m.group(side))):
             kind = _type_kind(canonical)
             if kind:
                 return kind, canonical
@@ -164,9 +131,9 @@ def _conversion_type(diag: CompilerDiagnostic) -> tuple[str, str] | None:
 def _half_candidates(diag: CompilerDiagnostic, symbol: str | None) -> tuple[str, str] | None:
     """`atomicAdd(half2*, ...)`: no overload takes the half/bfloat16 type (the candidates' notes say so)."""
     for note in diag.notes:
-        m = _NO_KNOWN_CONVERSION.search(note)
+        m = NO_KNOWN_CONVERSION.search(note)
         kind = _type_kind(_bare_type(m.group("a") or m.group("t"))) if m and symbol else None
-        if kind:
+        if kind and symbol:
             return kind, symbol
     return None
 
@@ -175,10 +142,10 @@ def _from_notes(diag: CompilerDiagnostic) -> tuple[str, str] | None:
     """Macros hide the CUDA name: `no matching function for call to '__shfl_xor'` expanded from '__shfl_xor_sync'."""
     for note in diag.notes:
         m = re.search(r"expanded from macro '([^']+)'", note)
-        if m and _WARP_INTRINSICS.match(m.group(1)):
+        if m and WARP_INTRINSICS.match(m.group(1)):
             return "warp_intrinsic", m.group(1)
         m = re.search(r"non-constexpr variable '([^']+)'", note)
-        if m and _WARP_SIZE.match(m.group(1)):
+        if m and WARP_SIZE.match(m.group(1)):
             return "warp_size", m.group(1)
     return None
 
@@ -194,8 +161,14 @@ def classify_compile(diag: CompilerDiagnostic, repo_root: str | Path | None = No
     if diag.tool in ("ld", "driver") or diag.link_symbol:
         return _classify_link_or_driver(diag)
     header = missing_header(msg)
-    if header and diag.tool in ("clang", "hipcc") and _header_kind(header, diag.tool) in ("cuda_header", "cub", "cuda_std"):
-        return _header_kind(header, diag.tool), header  # hip-clang never has a CUDA header, wherever it was included
+    if (
+        header
+        and diag.tool in ("clang", "hipcc")
+        and _header_kind(header, diag.tool) in ("cuda_header", "cub", "cuda_std")
+    ):
+        return _header_kind(
+            header, diag.tool
+        ), header  # hip-clang never has a CUDA header, wherever it was included
     if is_system_path(diag.file, repo_root):
         # raised inside ROCm/CUDA/system headers: the environment, not the repo's code
         return "toolchain", _toolchain_symbol(msg, header)
@@ -212,19 +185,19 @@ def classify_compile(diag: CompilerDiagnostic, repo_root: str | Path | None = No
     found = _half_candidates(diag, symbol) or _conversion_type(diag) or _quoted_type(msg)
     if found:
         return found
-    m = _CONSTEXPR_INIT.search(msg)
+    m = CONSTEXPR_INIT.search(msg)
     if m and ("warp" in diag.source_line.lower() or "WARP" in diag.source_line):
         return "warp_size", m.group("s")
-    if _PTX.search(msg) or (diag.file or "").startswith("<inline asm"):
-        asm = _ASM_MNEMONIC.search(diag.source_line) or _BARE_MNEMONIC.match(diag.source_line)
+    if PTX.search(msg) or (diag.file or "").startswith("<inline asm"):
+        asm = ASM_MNEMONIC.search(diag.source_line) or BARE_MNEMONIC.match(diag.source_line)
         return "inline_ptx", asm.group(1) if asm else None
-    if _CUBLAS.search(msg):
+    if CUBLAS.search(msg):
         return "cublas", _first_quoted(msg)
-    if _SMEM.search(msg):
+    if SMEM.search(msg):
         return "launch_bounds_smem", _first_quoted(msg)
-    if _STREAM.search(msg):
+    if STREAM.search(msg):
         return "stream_api", _first_quoted(msg)
-    if _DIALECT.search(msg):
+    if DIALECT.search(msg):
         quoted = re.findall(r"'([^']+)'", msg)
         return "compiler_dialect", quoted[-1] if quoted else None
     return "compile_error", symbol or _first_quoted(msg)
@@ -250,18 +223,26 @@ def _quoted_type(message: str) -> tuple[str, str] | None:
 
 def _classify_link_or_driver(diag: CompilerDiagnostic) -> tuple[str, str | None]:
     msg, sym = diag.message, diag.link_symbol
-    if sym and _NCCL.match(sym):  # an NCCL API the RCCL in use lacks, or librccl not linked
+    if sym and NCCL.match(sym):  # an NCCL API the RCCL in use lacks, or librccl not linked
         return "nccl_symbol", sym
     if "multiple definition" in msg or "duplicate symbol" in msg:
-        if sym and _HIP_BUILTIN_DUP.search(sym):
+        if sym and HIP_BUILTIN_DUP.search(sym):
             return "toolchain", sym
         return "link_error", sym
     if sym:
         return "link_error", sym
-    arch = re.search(r"(?:unsupported|invalid)(?: CUDA)? (?:gpu|GPU|offload)? ?arch(?:itecture)?[^'\"\w]*['\"]?([\w:+-]+)", msg, re.IGNORECASE)
+    arch = re.search(
+        r"(?:unsupported|invalid)(?: CUDA)? (?:gpu|GPU|offload)? ?arch(?:itecture)?[^'\"\w]*['\"]?([\w:+-]+)",
+        msg,
+        re.IGNORECASE,
+    )
     if arch:
         return "arch_unsupported", arch.group(1)
-    if re.search(r"cannot find (?:ROCm|HIP|CUDA|libdevice)|device library|No available targets|rocm-path", msg, re.IGNORECASE):
+    if re.search(
+        r"cannot find (?:ROCm|HIP|CUDA|libdevice)|device library|No available targets|rocm-path",
+        msg,
+        re.IGNORECASE,
+    ):
         return "toolchain", None
     return "compile_error", _first_quoted(msg)
 

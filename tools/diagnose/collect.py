@@ -4,15 +4,23 @@ The same header error reached from fifty translation units is one Failure whose
 `facts["units"]` lists the units; the same traceback printed by eight TP workers is one Failure.
 The number of distinct failures is capped so a pathological log cannot exhaust memory.
 """
+
 from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from tools.diagnose.classify import classify_compile
 from tools.diagnose.compile_patterns import CLANG_HEADER, SOURCE_EXTS
 from tools.diagnose.compile_record import CompilerDiagnostic
-from tools.diagnose.signature import is_system_path, make_signature, normalize_message, relativize, rocm_version
+from tools.diagnose.signature import (
+    is_system_path,
+    make_signature,
+    normalize_message,
+    relativize,
+    rocm_version,
+)
 from tools.records import Failure
 
 MAX_FAILURES = 2000
@@ -29,7 +37,7 @@ class Collector:
         self.source = source
         self.failures: list[Failure] = []
         self.dropped = 0
-        self._index: dict[tuple, Failure] = {}
+        self._index: dict[tuple[str, str | None, int | None, int | None, str], Failure] = {}
         self._unknown = 0
 
     def add(self, failure: Failure) -> None:
@@ -40,7 +48,13 @@ class Collector:
         if unit:
             failure.facts["unit"] = relativize(unit, self.repo_root)
         failure.signature = make_signature(failure.kind, failure.file, failure.symbol, failure.message)
-        key = (failure.signature, failure.file, failure.line, failure.column, normalize_message(failure.message))
+        key = (
+            failure.signature,
+            failure.file,
+            failure.line,
+            failure.column,
+            normalize_message(failure.message),
+        )
         seen = self._index.get(key)
         if seen is not None:
             self._merge_unit(seen, failure.facts.get("unit"))
@@ -86,7 +100,7 @@ class Collector:
             _locate_by_note(diag)
         if diag.link_symbol and kind == "compile_error":
             kind = "link_error"
-        facts: dict = {}
+        facts: dict[str, Any] = {}
         if diag.unit:
             facts["unit"] = diag.unit
         if diag.target:
@@ -101,10 +115,19 @@ class Collector:
         source = diag.tool
         if source in ("clang", "gcc", "driver") and self.source:
             source = self.source
-        self.add(Failure(kind=kind, message=diag.message[:500], file=diag.file, line=diag.line, column=diag.column,
-                         symbol=symbol, excerpt=textwrap.dedent("\n".join(diag.lines)).strip("\n"),
-                         source=source, facts=facts))
-
+        self.add(
+            Failure(
+                kind=kind,
+                message=diag.message[:500],
+                file=diag.file,
+                line=diag.line,
+                column=diag.column,
+                symbol=symbol,
+                excerpt=textwrap.dedent("\n".join(diag.lines)).strip("\n"),
+                source=source,
+                facts=facts,
+            )
+        )
 
     def _repo_file_of(self, diag: CompilerDiagnostic) -> str | None:
         """The repo file that reached the toolchain header: the nearest instantiation note in the repo,

@@ -5,12 +5,14 @@ source/caret lines attach to the error before them, warnings (unless -Werror) ar
 their notes. The translation unit comes from the bottom of the include chain, the failing
 ninja/make command, or nvcc's trailer; the compiler from the command or hipcc's trailer.
 """
+
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
 
 from tools.diagnose import compile_patterns as P
+from tools.diagnose.compile_headers import tool_header
 from tools.diagnose.compile_record import CompilerDiagnostic, source_of_command, unit_of_output
 
 MAX_CHAIN = 8
@@ -50,7 +52,12 @@ class CompileParser:
         if not text:
             self._context_left = 0
             return False
-        if self._context_left <= 0 and not self._chain and not self._expect_command and not P.RELEVANT.search(text):
+        if (
+            self._context_left <= 0
+            and not self._chain
+            and not self._expect_command
+            and not P.RELEVANT.search(text)
+        ):
             return False
         for handler in (self._boundary, self._header, self._chain_line, self._note_like, self._context):
             if handler(text):
@@ -91,7 +98,7 @@ class CompileParser:
         if m:
             self._flush()
             inline = P.INLINE_DIAGNOSTIC.search(m.group("outputs"))
-            outputs = m.group("outputs")[:inline.start()] if inline else m.group("outputs")
+            outputs = m.group("outputs")[: inline.start()] if inline else m.group("outputs")
             self._cmd_unit, self._cmd_tool = unit_of_output(outputs) if outputs.strip() else None, None
             self._expect_command = not inline
             if inline:  # `FAILED: x.o x.cu:3:1: error: ...` (a log whose newlines were lost)
@@ -141,39 +148,15 @@ class CompileParser:
         m = P.NVCC_HEADER.match(text)
         if m:
             return self._on_header(m, "nvcc", text)
-        m = P.CMAKE_ERROR.match(text)
-        if m:  # configure-time: the message is on the indented lines that follow
-            self._start(CompilerDiagnostic(m.group("file"), int(m.group("line")), None, m.group("cmd"), "cmake"), text)
+        diag = tool_header(text)
+        if diag is None:
+            return False
+        self._start(diag, text)
+        if diag.tool == "cmake":  # configure-time: the message is on the indented lines that follow
             self._context_left = 12
-            return True
-        m = P.DRIVER_ERROR.match(text) or P.NVCC_FATAL.match(text)
-        if m:
-            tool = m.group("tool").rsplit("/", 1)[-1]
-            link = tool.startswith(("ld", "lld"))
-            self._start(CompilerDiagnostic(None, None, None, m.group("msg"), "ld" if link else "driver"), text)
-            lm = P.LLD_SYMBOL.match(text)
-            if lm:
-                self._current.link_symbol = lm.group("sym").strip()
-            return True
-        m = P.MSVC_LINK.match(text)
-        if m:
-            diag = CompilerDiagnostic(None, None, None, m.group("msg"), "ld")
-            diag.link_symbol = m.group("sym")
-            self._start(diag, text)
-            return True
-        m = P.BARE_ERROR.match(text)
-        if m:  # a diagnostic without a location: LLVM backend errors, hipcc driver and clang option errors
-            self._start(CompilerDiagnostic(None, None, None, m.group("msg"), "clang"), text)
-            return True
-        m = P.LINK_REF.match(text) if "undefined reference" in text or "multiple definition" in text else None
-        if m:
-            diag = CompilerDiagnostic(m.group("file"), None, None, m.group("msg"), "ld")
-            diag.link_symbol = m.group("sym")
-            self._start(diag, text)
-            return True
-        return False
+        return True
 
-    def _on_header(self, m: re.Match, fmt: str, text: str) -> bool:
+    def _on_header(self, m: re.Match[str], fmt: str, text: str) -> bool:
         sev, msg = m.group("sev"), m.group("msg")
         if sev == "note":
             return self._note(text)
@@ -188,7 +171,7 @@ class CompileParser:
         return True
 
     def _start(self, diag: CompilerDiagnostic, text: str) -> None:
-        diag.lines = self._chain + [self._raw]
+        diag.lines = [*self._chain, self._raw]
         diag.unit = self._chain_unit
         # clang prints the unit first and the innermost includer last; gcc the other way round
         diag.chain = list(self._chain_files) if self._chain_gcc else self._chain_files[::-1]
@@ -266,13 +249,21 @@ class CompileParser:
                 diag.chain.append(frame.group("file"))
             self._context_left = max(self._context_left, 2)
         else:
-            diag.message = f"{diag.message}: {text}" if diag.message.isidentifier() else f"{diag.message} {text}"
+            diag.message = (
+                f"{diag.message}: {text}" if diag.message.isidentifier() else f"{diag.message} {text}"
+            )
 
     def _wrapped(self, diag: CompilerDiagnostic) -> bool:
         """A terminal wrapped the error line: its rest starts further left than the error did."""
         indent = len(self._raw) - len(self._raw.lstrip())
-        return (diag.tool in ("clang", "gcc") and diag.file is not None and not diag.source_line and not diag.notes
-                and len(diag.lines) == len(diag.chain) + 1 and indent < diag.indent)
+        return (
+            diag.tool in ("clang", "gcc")
+            and diag.file is not None
+            and not diag.source_line
+            and not diag.notes
+            and len(diag.lines) == len(diag.chain) + 1
+            and indent < diag.indent
+        )
 
     # ---- output ---------------------------------------------------------------------------
     def _flush(self, keep_command: bool = False) -> None:

@@ -1,4 +1,5 @@
 """One compiler/linker error and the helpers that name its translation unit."""
+
 from __future__ import annotations
 
 import re

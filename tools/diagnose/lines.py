@@ -3,6 +3,7 @@
 Every line goes through `prefixes.expand_line` first (prefixes, markdown, JSON-lines records,
 vLLM logs whose newlines were lost); indentation is kept because tracebacks depend on it.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -60,7 +61,9 @@ def iter_file_lines(path: str | Path) -> Iterator[str]:
     with stream:
         head = stream.read(SNIFF_BYTES)
         if looks_binary(head):
-            raise DiagnoseError(f"{p} looks like a binary file, not a text log (pass the build or server log)")
+            raise DiagnoseError(
+                f"{p} looks like a binary file, not a text log (pass the build or server log)"
+            )
         stream.seek(0)
         for raw in _read_bounded(stream):
             yield from expand_line(raw.decode("utf-8", errors="replace"))

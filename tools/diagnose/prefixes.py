@@ -5,14 +5,17 @@ prefixes (vLLM, sglang, TGI, glog, journald, lemonade, milabench), `> ` quotes, 
 bold markers, inline-code backticks, JSON-lines wrappers, and vLLM logs whose newlines were lost
 when copied from a web page. `expand_line` turns one raw line into the tool's own lines.
 """
+
 from __future__ import annotations
 
 import json
 import re
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
-_VLLM_LOGGER = (r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
-                r"\[?[\w./-]+:\d+\](?: |$)")
+_VLLM_LOGGER = (
+    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
+    r"\[?[\w./-]+:\d+\](?: |$)"
+)
 _PREFIXES = [  # (the characters such a prefix starts with, the prefix)
     # docker logs -t / GitHub Actions: 2024-05-01T12:00:00.123456789Z
     ("0123456789", re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)? ")),
@@ -38,8 +41,7 @@ _PREFIXES = [  # (the characters such a prefix starts with, the prefix)
     # glog (XLA, jax): "E1028 18:10:24.124692 140650719580480 xla_bridge.py:487] "
     ("IWEF", re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w./-]+:\d+\] ")),
     # a harness naming the stream: "dqn.D1 [stderr] "
-    ("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
-     re.compile(r"^[\w.-]+ \[(?:stdout|stderr)\] ")),
+    ("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", re.compile(r"^[\w.-]+ \[(?:stdout|stderr)\] ")),
     # spack's build-log echo: "  >> 1147    "; aiter's history arrows: "-->"
     (" >", re.compile(r"^\s*>> \d+ +")),
     ("-", re.compile(r"^-->")),

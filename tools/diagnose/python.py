@@ -5,10 +5,12 @@ missing/unexpected key lists (torch's state_dict phrasing and vLLM/sglang's "not
 from checkpoint"), both shapes of a size mismatch (torch's, the weight_loader assertion's and
 the "[a, b] vs [c, d]" form), the module of an import error, the dtype of a not-implemented op.
 """
+
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from tools.diagnose import python_facts as F
 from tools.diagnose.runtime import match_runtime
@@ -18,14 +20,42 @@ from tools.records import Failure
 
 # Packages whose frames are never "the framework": the failure surfaces there but is caused above.
 _LIBRARIES = {
-    "torch", "triton", "transformers", "safetensors", "numpy", "huggingface_hub", "accelerate", "setuptools",
-    "pip", "_distutils_hack", "pyproject_hooks", "importlib", "multiprocessing", "uvloop", "fastapi", "uvicorn",
-    "starlette", "pydantic", "typer", "click", "packaging", "concurrent", "asyncio", "threading", "runpy",
-    "subprocess", "json", "argparse", "tokenizers", "ray", "zmq",
+    "torch",
+    "triton",
+    "transformers",
+    "safetensors",
+    "numpy",
+    "huggingface_hub",
+    "accelerate",
+    "setuptools",
+    "pip",
+    "_distutils_hack",
+    "pyproject_hooks",
+    "importlib",
+    "multiprocessing",
+    "uvloop",
+    "fastapi",
+    "uvicorn",
+    "starlette",
+    "pydantic",
+    "typer",
+    "click",
+    "packaging",
+    "concurrent",
+    "asyncio",
+    "threading",
+    "runpy",
+    "subprocess",
+    "json",
+    "argparse",
+    "tokenizers",
+    "ray",
+    "zmq",
 }
 _WRAPPER_EXCEPTIONS = re.compile(
     r"CalledProcessError: Command '\[?'?(?:ninja|make|cmake|\S*hipcc|\S*nvcc)|Error compiling objects for extension"
-    r"|subprocess-exited-with-error|Failed building wheel|CompileError: command .* failed")
+    r"|subprocess-exited-with-error|Failed building wheel|CompileError: command .* failed"
+)
 
 
 def _package_of(path: str) -> str | None:
@@ -49,7 +79,12 @@ def framework_frame(frames: list[Frame], repo_root: str | Path | None = None) ->
     if repo_root is not None:
         for frame in inner_first:
             rel = relativize(frame.path, repo_root)
-            if rel and not rel.startswith("/") and not _is_stdlib(frame.path) and (Path(repo_root) / rel).is_file():
+            if (
+                rel
+                and not rel.startswith("/")
+                and not _is_stdlib(frame.path)
+                and (Path(repo_root) / rel).is_file()
+            ):
                 return frame
     for frame in inner_first:
         if "-packages/" not in frame.path and not _is_stdlib(frame.path):
@@ -66,7 +101,7 @@ def is_wrapper(tb: PyTraceback) -> bool:
     return all(_WRAPPER_EXCEPTIONS.search(f"{e.type}: {e.message}") for e in tb.chain)
 
 
-def classify_exception(exc: PyException) -> tuple[str, str | None, dict]:
+def classify_exception(exc: PyException) -> tuple[str, str | None, dict[str, Any]]:
     """(kind, symbol, facts) for one exception."""
     text = f"{exc.type}: {exc.message}"
     code = exc.frames[-1].code if exc.frames else ""
@@ -95,15 +130,24 @@ def traceback_failures(tb: PyTraceback, repo_root: str | Path | None = None) -> 
     frame = framework_frame(exc.frames, repo_root)
     message_lines = exc.message.split("\n")
     first_line = message_lines[0]
-    if first_line.endswith(":") and len(message_lines) > 1:  # "Error(s) in loading state_dict for X:" + detail
+    if (
+        first_line.endswith(":") and len(message_lines) > 1
+    ):  # "Error(s) in loading state_dict for X:" + detail
         first_line = f"{first_line} {message_lines[1].strip()}"
     facts = {"exception": exc.type, **facts} if exc.type else facts
     if frame is not None:
         facts["function"] = frame.func
     message = f"{exc.type}: {first_line}" if exc.type else first_line
-    failure = Failure(kind=kind, message=message.strip()[:500], file=frame.path if frame else None,
-                      line=frame.line if frame else None, symbol=symbol, excerpt=_excerpt(exc, frame),
-                      source="python", facts=facts)
+    failure = Failure(
+        kind=kind,
+        message=message.strip()[:500],
+        file=frame.path if frame else None,
+        line=frame.line if frame else None,
+        symbol=symbol,
+        excerpt=_excerpt(exc, frame),
+        source="python",
+        facts=facts,
+    )
     return [failure, *_extra_mismatches(exc, failure)]
 
 
@@ -114,15 +158,27 @@ def _extra_mismatches(exc: PyException, first: Failure) -> list[Failure]:
     for name, param, loaded in F.all_size_mismatches(exc.message)[start:20]:
         facts = {k: v for k, v in first.facts.items() if k in ("exception", "function", "dtype")}
         facts["shapes"] = [param, loaded]
-        extra.append(Failure(kind="quant_exclusion", message=f"size mismatch for {name}", file=first.file,
-                             line=first.line, symbol=name, excerpt=first.excerpt, source="python", facts=facts))
+        extra.append(
+            Failure(
+                kind="quant_exclusion",
+                message=f"size mismatch for {name}",
+                file=first.file,
+                line=first.line,
+                symbol=name,
+                excerpt=first.excerpt,
+                source="python",
+                facts=facts,
+            )
+        )
     return extra
 
 
 def _excerpt(exc: PyException, frame: Frame | None) -> str:
     """The traceback header, the framework frame, the innermost frame, and the exception."""
     lines = ["Traceback (most recent call last):"]
-    picked = sorted({i for i, f in enumerate(exc.frames) if f is frame} | ({len(exc.frames) - 1} if exc.frames else set()))
+    picked = sorted(
+        {i for i, f in enumerate(exc.frames) if f is frame} | ({len(exc.frames) - 1} if exc.frames else set())
+    )
     previous = -1
     for i in picked:
         fr = exc.frames[i]
@@ -151,17 +207,33 @@ def warning_failure(line: str) -> Failure | None:
     kind, symbol, facts = classify_exception(PyException(m.group("type"), m.group("msg")))
     if kind == "python_error":
         return None
-    return Failure(kind=kind, message=line.strip()[:500], file=m.group("path"), line=int(m.group("line")),
-                   symbol=symbol, excerpt=line.strip(), source="python", facts={"exception": m.group("type"), **facts})
+    return Failure(
+        kind=kind,
+        message=line.strip()[:500],
+        file=m.group("path"),
+        line=int(m.group("line")),
+        symbol=symbol,
+        excerpt=line.strip(),
+        source="python",
+        facts={"exception": m.group("type"), **facts},
+    )
 
 
 def bare_exception_failure(line: str) -> Failure | None:
     """A `Type: message` line logged without its traceback (e.g. by a logger), when its kind is known."""
-    m = re.match(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Resources|Version)): (?P<msg>.+)$", line.strip())
+    m = re.match(
+        r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Resources|Version)): (?P<msg>.+)$", line.strip()
+    )
     if not m:
         return None
     kind, symbol, facts = classify_exception(PyException(m.group("type"), m.group("msg")))
     if kind == "python_error":
         return None
-    return Failure(kind=kind, message=line.strip()[:500], symbol=symbol, excerpt=line.strip(), source="python",
-                   facts={"exception": m.group("type"), **facts})
+    return Failure(
+        kind=kind,
+        message=line.strip()[:500],
+        symbol=symbol,
+        excerpt=line.strip(),
+        source="python",
+        facts={"exception": m.group("type"), **facts},
+    )

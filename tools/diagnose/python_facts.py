@@ -3,37 +3,88 @@
 Each probe takes the exception and the source line that raised it and returns
 (kind, symbol, facts) or None. Shapes are reported as [param shape, loaded shape].
 """
+
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from tools.diagnose.traceback import PyException
 
 CUDA_ONLY_MODULES = {
-    "deep_gemm", "deep_ep", "flashinfer", "flash_attn", "flash_attn_2_cuda", "flash_mla", "flashmla", "cutlass",
-    "cuda", "pynvml", "nvidia", "xformers", "apex", "fast_hadamard_transform", "causal_conv1d", "mamba_ssm",
-    "tensorrt_llm", "tensorrt", "cupy", "pycuda", "nvtx", "cudnn", "transformer_engine", "quack", "cuequivariance",
-    "triton_kernels", "flashinfer_python", "sgl_kernel", "vllm_flash_attn", "marlin", "mooncake", "nixl",
-    "awq_ext", "exllama_ext", "exllamav2_ext", "autogptq_cuda", "quant_cuda",
+    "deep_gemm",
+    "deep_ep",
+    "flashinfer",
+    "flash_attn",
+    "flash_attn_2_cuda",
+    "flash_mla",
+    "flashmla",
+    "cutlass",
+    "cuda",
+    "pynvml",
+    "nvidia",
+    "xformers",
+    "apex",
+    "fast_hadamard_transform",
+    "causal_conv1d",
+    "mamba_ssm",
+    "tensorrt_llm",
+    "tensorrt",
+    "cupy",
+    "pycuda",
+    "nvtx",
+    "cudnn",
+    "transformer_engine",
+    "quack",
+    "cuequivariance",
+    "triton_kernels",
+    "flashinfer_python",
+    "sgl_kernel",
+    "vllm_flash_attn",
+    "marlin",
+    "mooncake",
+    "nixl",
+    "awq_ext",
+    "exllama_ext",
+    "exllamav2_ext",
+    "autogptq_cuda",
+    "quant_cuda",
 }
 _WEIGHT_NAME = re.compile(r"^[\w]+(?:\.[\w]+)+$")
 _KEY_LIST = re.compile(r"(Missing|Unexpected) key\(s\) in state_dict: (?P<keys>(?:\"[^\"]*\"(?:, )?)+)")
-_NOT_INITIALIZED = re.compile(r"(?:[Ff]ollowing weights were not initialized from checkpoint|"
-                              r"[Ss]ome weights are not initialized from checkpoints?|not initialized from checkpoint)"
-                              r"[^{\[]*[{\[](?P<keys>[^}\]]*)[}\]]")
-_UNEXPECTED_LIST = re.compile(r"(?:[Uu]nexpected (?:weights|keys|tensors)|[Uu]nused weights)[^{\[]*[{\[](?P<keys>[^}\]]*)[}\]]")
+_NOT_INITIALIZED = re.compile(
+    r"(?:[Ff]ollowing weights were not initialized from checkpoint|"
+    r"[Ss]ome weights are not initialized from checkpoints?|not initialized from checkpoint)"
+    r"[^{\[]*[{\[](?P<keys>[^}\]]*)[}\]]"
+)
+_UNEXPECTED_LIST = re.compile(
+    r"(?:[Uu]nexpected (?:weights|keys|tensors)|[Uu]nused weights)[^{\[]*[{\[](?P<keys>[^}\]]*)[}\]]"
+)
 _QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"")
 _TORCH_SIZE = r"torch\.Size\(\[(?P<{n}>[\d, ]*)\]\)"
 _STATE_DICT_MISMATCH = re.compile(
-    r"size mismatch for (?P<name>[\w.]+): copying a param with shape " + _TORCH_SIZE.format(n="loaded")
-    + r" from checkpoint, the shape in current model is " + _TORCH_SIZE.format(n="param"))
-_ATTEMPTED = re.compile(r"Attempted to load weight \(" + _TORCH_SIZE.format(n="loaded") + r"\) into parameter \("
-                        + _TORCH_SIZE.format(n="param") + r"\)")
+    r"size mismatch for (?P<name>[\w.]+): copying a param with shape "
+    + _TORCH_SIZE.format(n="loaded")
+    + r" from checkpoint, the shape in current model is "
+    + _TORCH_SIZE.format(n="param")
+)
+_ATTEMPTED = re.compile(
+    r"Attempted to load weight \("
+    + _TORCH_SIZE.format(n="loaded")
+    + r"\) into parameter \("
+    + _TORCH_SIZE.format(n="param")
+    + r"\)"
+)
 _PARAM_HAS = re.compile(r"parameter has \((?P<param>[\d, ]*)\),? checkpoint has \((?P<loaded>[\d, ]*)\)")
-_VS = re.compile(r"shape mismatch(?: for)?[:\s]*(?P<name>[A-Za-z_][\w.]*)?[:\s]*[\[(](?:torch\.Size\(\[)?(?P<param>[\d, ]+)"
-                 r"[\])]+\)?\s*(?:vs\.?|!=|and)\s*[\[(](?:torch\.Size\(\[)?(?P<loaded>[\d, ]+)[\])]", re.IGNORECASE)
+_VS = re.compile(
+    r"shape mismatch(?: for)?[:\s]*(?P<name>[A-Za-z_][\w.]*)?[:\s]*[\[(](?:torch\.Size\(\[)?(?P<param>[\d, ]+)"
+    r"[\])]+\)?\s*(?:vs\.?|!=|and)\s*[\[(](?:torch\.Size\(\[)?(?P<loaded>[\d, ]+)[\])]",
+    re.IGNORECASE,
+)
 _ASSERT_SHAPES = re.compile(r"assert\s+\w+(?:\.data)?\.(?:shape|size\(\))\s*==\s*\w+\.(?:shape|size\(\))")
-_DTYPE = re.compile(r"\b(?:torch\.)?(uint8|int8|float8_e4m3fnuz?|float8_e5m2|float4_e2m1fn_x2|bfloat16|float16|float32)\b")
+_DTYPE = re.compile(
+    r"\b(?:torch\.)?(uint8|int8|float8_e4m3fnuz?|float8_e5m2|float4_e2m1fn_x2|bfloat16|float16|float32)\b"
+)
 _NO_MODULE = re.compile(r"No module named '(?P<m>[\w.]+)'")
 _CANNOT_IMPORT = re.compile(r"cannot import name '(?P<n>\w+)' from '(?P<m>[\w.]+)'")
 _NOT_DEFINED = re.compile(r"name '(?P<n>\w+)' is not defined")
@@ -48,7 +99,7 @@ def _keys(text: str) -> list[str]:
     return [a or b for a, b in _QUOTED.findall(text)]
 
 
-def weight_facts(exc: PyException, code: str) -> tuple[str, str | None, dict] | None:
+def weight_facts(exc: PyException, code: str) -> tuple[str, str | None, dict[str, Any]] | None:
     """weight_name: a KeyError on a tensor name, or missing/unexpected key lists."""
     msg = exc.message
     if exc.type.endswith("KeyError"):
@@ -57,16 +108,16 @@ def weight_facts(exc: PyException, code: str) -> tuple[str, str | None, dict] | 
             # the checkpoint offered a name no registered parameter has: a name not consumed
             return "weight_name", name, {"unexpected": [name]} if "params_dict" in code else {}
         return None
-    facts: dict = {}
-    for m in _KEY_LIST.finditer(msg):
-        facts["missing" if m.group(1) == "Missing" else "unexpected"] = _keys(m.group("keys"))[:500]
+    facts: dict[str, Any] = {}
+    for km in _KEY_LIST.finditer(msg):
+        facts["missing" if km.group(1) == "Missing" else "unexpected"] = _keys(km.group("keys"))[:500]
     m = _NOT_INITIALIZED.search(msg)
     if m:
         facts["missing"] = sorted(_keys(m.group("keys")))[:500]
     m = _UNEXPECTED_LIST.search(msg)
     if m:
         facts["unexpected"] = sorted(_keys(m.group("keys")))[:500]
-    if not facts or all_size_mismatches(msg) and not facts.get("missing"):
+    if not facts or (all_size_mismatches(msg) and not facts.get("missing")):
         return None
     names = facts.get("missing") or facts.get("unexpected") or [None]
     return "weight_name", names[0], facts
@@ -75,7 +126,7 @@ def weight_facts(exc: PyException, code: str) -> tuple[str, str | None, dict] | 
 _NOT_IN_PARAMS = re.compile(r"Parameter (?P<name>[\w.]+) not found in params_dict")
 
 
-def weight_line(text: str) -> tuple[str | None, dict] | None:
+def weight_line(text: str) -> tuple[str | None, dict[str, Any]] | None:
     """Weight-name facts logged as a plain line (vLLM's warning list, sglang's per-parameter notice)."""
     m = _NOT_IN_PARAMS.search(text)
     if m:
@@ -88,20 +139,24 @@ def weight_line(text: str) -> tuple[str | None, dict] | None:
 
 def all_size_mismatches(message: str) -> list[tuple[str | None, list[int], list[int]]]:
     """Every (name, param shape, loaded shape) a message reports, in order."""
-    found = [(m.group("name"), _shape(m.group("param")), _shape(m.group("loaded")))
-             for m in _STATE_DICT_MISMATCH.finditer(message)]
-    for pattern in (_ATTEMPTED, _PARAM_HAS, _VS):
-        for m in pattern.finditer(message):
-            found.append((m.groupdict().get("name"), _shape(m.group("param")), _shape(m.group("loaded"))))
+    found = [
+        (m.group("name"), _shape(m.group("param")), _shape(m.group("loaded")))
+        for m in _STATE_DICT_MISMATCH.finditer(message)
+    ]
+    found += [
+        (m.groupdict().get("name"), _shape(m.group("param")), _shape(m.group("loaded")))
+        for pattern in (_ATTEMPTED, _PARAM_HAS, _VS)
+        for m in pattern.finditer(message)
+    ]
     return found
 
 
-def shape_facts(exc: PyException, code: str) -> tuple[str, str | None, dict] | None:
+def shape_facts(exc: PyException, code: str) -> tuple[str, str | None, dict[str, Any]] | None:
     """quant_exclusion: a weight whose shape differs from its parameter (e.g. half K under MXFP4)."""
     mismatches = all_size_mismatches(exc.message)
     if not mismatches and not (exc.type.endswith("AssertionError") and _ASSERT_SHAPES.search(code)):
         return None
-    facts: dict = {}
+    facts: dict[str, Any] = {}
     name = None
     if mismatches:
         name, param, loaded = mismatches[0]
@@ -112,7 +167,7 @@ def shape_facts(exc: PyException, code: str) -> tuple[str, str | None, dict] | N
     return "quant_exclusion", name, facts
 
 
-def import_facts(exc: PyException, code: str) -> tuple[str, str | None, dict] | None:
+def import_facts(exc: PyException, code: str) -> tuple[str, str | None, dict[str, Any]] | None:
     """cuda_only_dep: an import of a CUDA-only package fails (missing, or asserting at import time)."""
     msg = exc.message
     m = _NO_MODULE.search(msg) or _CANNOT_IMPORT.search(msg)
@@ -122,7 +177,11 @@ def import_facts(exc: PyException, code: str) -> tuple[str, str | None, dict] | 
         if m.groupdict().get("n"):
             facts["name"] = m.group("n")
         cuda_only = cuda_only_prefix(module.split("."))
-        return ("cuda_only_dep", cuda_only, facts) if cuda_only else ("python_error", module.split(".")[0], facts)
+        return (
+            ("cuda_only_dep", cuda_only, facts)
+            if cuda_only
+            else ("python_error", module.split(".")[0], facts)
+        )
     m = _NOT_DEFINED.search(msg) if exc.type.endswith("NameError") else None
     if m and m.group("n") in CUDA_ONLY_MODULES:  # `awq_ext is None`-style guards after a failed import
         return "cuda_only_dep", m.group("n"), {"module": m.group("n")}

@@ -6,6 +6,7 @@ or a hipify output dir (`build/hipify/x.h` for `src/x.h`), a hipified copy (`hip
 `cuda/x.cu`, `x_hip.cuh` for `x.cuh`, `HIPGraphs.h` for `CUDAGraphs.h`), a Windows path, or a
 path with `./` and `../` segments. `repo_file` tries each reading, most literal first.
 """
+
 from __future__ import annotations
 
 import os
@@ -56,7 +57,7 @@ def exists_under(root: str, rel: str) -> bool:
 def _direct(path: str, root: str) -> str | None:
     """The repo path when `path` is under `root`, relative and present, or ends with a repo path."""
     if path.startswith(root.rstrip("/") + "/"):
-        return path[len(root.rstrip("/")) + 1:]
+        return path[len(root.rstrip("/")) + 1 :]
     if not path.startswith("/") and exists_under(root, path):
         return path
     parts = PurePosixPath(path if path.startswith("/") else "/" + path).parts
@@ -97,8 +98,13 @@ def hipify_sources(path: str) -> list[str]:
     exts = [".cu", ".cpp", ".hip"] if ext == ".hip" else [ext]
     stems = dict.fromkeys([stem, re.sub(r"_hip$", "", stem), _swap_hip(stem)])
     parts = directory.split("/") if directory else []
-    dirs = dict.fromkeys(["/".join(parts), "/".join(_swap_hip(p) if "hip" in p.lower() else p for p in parts),
-                          "/".join(p for p in parts if p.lower() != "hip")])
+    dirs = dict.fromkeys(
+        [
+            "/".join(parts),
+            "/".join(_swap_hip(p) if "hip" in p.lower() else p for p in parts),
+            "/".join(p for p in parts if p.lower() != "hip"),
+        ]
+    )
     found = [posixpath.join(d, s + e) for d in dirs for s in stems for e in exts]
     return [p for p in dict.fromkeys(found) if p != path]
 

@@ -4,6 +4,7 @@ A signature must cluster the same failure seen in two sweeps: the same kind, the
 repo-relative file and the same symbol (or message with every run-specific detail removed:
 line numbers, addresses, temp dirs, timestamps, pids, absolute prefixes).
 """
+
 from __future__ import annotations
 
 import re
@@ -78,5 +79,5 @@ def normalize_message(message: str) -> str:
 def make_signature(kind: str, file: str | None, symbol: str | None, message: str) -> str:
     """`kind:file:symbol-or-normalised-message`, the same on every machine and run."""
     where = _strip_build_prefix(_TEMP_DIR.sub("<tmp>", file)) if file else "-"
-    what = symbol if symbol else normalize_message(message)
+    what = symbol or normalize_message(message)
     return f"{kind}:{where}:{what}"

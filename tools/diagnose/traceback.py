@@ -8,6 +8,7 @@ Pasted tracebacks are often partial: frames without the `Traceback` header start
 without a `Type:` prefix (tokenizers' Rust errors) is its message when `is_message` says so, and
 frames that never reach an exception line are emitted as a `frames_only` traceback.
 """
+
 from __future__ import annotations
 
 import re
@@ -21,8 +22,10 @@ MAX_MESSAGE_CHARS = 100_000
 MAX_CHAIN = 20
 
 _FRAME = re.compile(r'^File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?$')
-_EXC = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Resources|Failure|Version"
-                  r"|Iteration|Fault|Timeout|Error\w*)|KeyError|StopIteration|AssertionError)(?::\s?(?P<msg>.*))?$")
+_EXC = re.compile(
+    r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Resources|Failure|Version"
+    r"|Iteration|Fault|Timeout|Error\w*)|KeyError|StopIteration|AssertionError)(?::\s?(?P<msg>.*))?$"
+)
 # Any dotted name followed by ": message" ends a traceback too (BackendCompilerFailed, c10 errors, ...)
 _EXC_ANY = re.compile(r"^(?P<type>[A-Za-z_][\w.]*): (?P<msg>.*)$")
 _CHAIN = ("During handling of the above exception", "The above exception was the direct cause")
@@ -55,7 +58,9 @@ class PyTraceback:
 class TracebackParser:
     """Feed cleaned lines; complete tracebacks go to `emit`."""
 
-    def __init__(self, emit: Callable[[PyTraceback], None], is_message: Callable[[str], bool] = lambda _: False):
+    def __init__(
+        self, emit: Callable[[PyTraceback], None], is_message: Callable[[str], bool] = lambda _: False
+    ):
         self.emit = emit
         self.is_message = is_message
         self._tb: PyTraceback | None = None
@@ -80,7 +85,8 @@ class TracebackParser:
             if not line.lstrip().startswith('File "') or not _FRAME.match(line.strip()):
                 return False
             self._begin(line)  # frames pasted without their `Traceback (most recent call last):` header
-        return getattr(self, f"_in_{self._state}")(line)
+        read: Callable[[str], bool] = getattr(self, f"_in_{self._state}")
+        return read(line)
 
     def finish(self) -> None:
         """Emit a traceback cut off by the end of the log."""
@@ -94,12 +100,20 @@ class TracebackParser:
         self._indent = len(line) - len(line.lstrip())
         self._frames, self._state, self._stray, self._after_blank = [], "frames", 0, False
 
+    def _open(self) -> PyTraceback:
+        """The traceback being read: frames and messages are only read inside one."""
+        if self._tb is None:
+            raise RuntimeError("no traceback is open")
+        return self._tb
+
     def _in_frames(self, line: str) -> bool:
         text = line.strip()
         m = _FRAME.match(text)
         if m:
             if len(self._frames) < MAX_FRAMES:
-                self._frames.append(Frame(m.group("path"), int(m.group("line")), (m.group("func") or "").strip()))
+                self._frames.append(
+                    Frame(m.group("path"), int(m.group("line")), (m.group("func") or "").strip())
+                )
             return True
         indent = len(line) - len(line.lstrip())
         if text and indent > self._indent and not _EXC.match(text):
@@ -110,9 +124,11 @@ class TracebackParser:
         if not m and self._frames and text and indent <= self._indent and self.is_message(text):
             m = re.match(r"(?P<type>)(?P<msg>.*)", text)  # a Rust/C++ error surfaced without a Python type
         if m and indent <= self._indent + 1:
-            if len(self._tb.chain) >= MAX_CHAIN:
-                self._tb.chain.pop()  # an endless chain keeps its root causes and its last exception
-            self._tb.chain.append(PyException(m.group("type"), (m.group("msg") or "").strip(), self._frames))
+            if len(self._open().chain) >= MAX_CHAIN:
+                self._open().chain.pop()  # an endless chain keeps its root causes and its last exception
+            self._open().chain.append(
+                PyException(m.group("type"), (m.group("msg") or "").strip(), self._frames)
+            )
             self._state = "message"
             return True
         self._stray += 1
@@ -130,8 +146,12 @@ class TracebackParser:
             self._after_blank = True
             return True
         indent = len(line) - len(line.lstrip())
-        exc = self._tb.chain[-1]
-        if not self._after_blank and (indent > self._indent or line.startswith("\t")) and not _FRAME.match(text):
+        exc = self._open().chain[-1]
+        if (
+            not self._after_blank
+            and (indent > self._indent or line.startswith("\t"))
+            and not _FRAME.match(text)
+        ):
             if exc.message.count("\n") < MAX_MESSAGE_LINES and len(exc.message) < MAX_MESSAGE_CHARS:
                 exc.message += "\n" + text
             return True

@@ -25,10 +25,11 @@ What counts as guarded (decided here, tested in tests/tools/scan):
   platform check that is false on ROCm (`is_cuda()`, `not is_hip()`, `torch.version.hip is None`),
   after an early exit taken on ROCm, or under an availability check of the package itself.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from tools.records import Failure
 from tools.scan.repo import ScanError, ScanReport, scan_tree
@@ -36,35 +37,40 @@ from tools.scan.rocm_build import DEFAULT_PROFILE_EXCLUDES, read_build_list
 from tools.scan.sarif import to_sarif
 
 if TYPE_CHECKING:
-    from agent.profiles import Profile
+    from tools.rocm_sources import RocmSources
 
 
-def _load(profile: Profile | str | None) -> Profile | None:
-    if not isinstance(profile, str):
-        return profile
-    from agent.profiles import ProfileError, load_profile
+class ScanProfile(Protocol):
+    """What a scan reads of a framework profile (agent.profiles.Profile is one; callers load it)."""
 
-    try:
-        return load_profile(profile)
-    except ProfileError as exc:
-        raise ScanError(str(exc)) from exc
+    name: str
+    hipify_at_build: bool
+    rocm_sources: RocmSources | None
 
 
-def resolve_hipify(profile: Profile | str | None, hipify: bool | None) -> bool:
+def resolve_hipify(profile: ScanProfile | None, hipify: bool | None) -> bool:
     """Whether the build hipifies: an explicit flag wins, else the profile's `hipify_at_build`."""
     if hipify is not None:
         return hipify
-    loaded = _load(profile)
-    return bool(loaded and loaded.hipify_at_build)
+    return bool(profile and profile.hipify_at_build)
 
 
-def scan_report(path: str | Path, *, profile: Profile | str | None = None, jobs: int | None = None,
-                hipify: bool | None = None, include_vendored: bool = False,
-                exclude: tuple[str, ...] | None = None, select: tuple[str, ...] = ()) -> ScanReport:
+def scan_report(
+    path: str | Path,
+    *,
+    profile: ScanProfile | None = None,
+    jobs: int | None = None,
+    hipify: bool | None = None,
+    include_vendored: bool = False,
+    exclude: tuple[str, ...] | None = None,
+    select: tuple[str, ...] = (),
+    cache_dir: Path | None = None,
+) -> ScanReport:
     """Scan a repo (or one file): findings plus what was skipped and why. With a profile, the ROCm
     build's own source list splits findings (compiled for ROCm / not built) and tests/, benchmarks/,
-    docs/ are left out unless `exclude` says otherwise."""
-    loaded = _load(profile)
+    docs/ are left out unless `exclude` says otherwise. With `cache_dir` (see tools.scan.cache),
+    files unchanged since the last scan of the tree reuse their stored results."""
+    loaded = profile
     if exclude is None:
         exclude = DEFAULT_PROFILE_EXCLUDES if loaded is not None else ()
     build = None
@@ -72,21 +78,43 @@ def scan_report(path: str | Path, *, profile: Profile | str | None = None, jobs:
         try:
             build = read_build_list(Path(path), loaded.rocm_sources)
         except (OSError, SyntaxError, ValueError) as exc:
-            raise ScanError(f"cannot read the ROCm source list named by profile {loaded.name}: {exc}; "
-                            f"fix the profile's rocm_sources or scan without --profile") from exc
-    return scan_tree(path, hipify=resolve_hipify(loaded, hipify), jobs=jobs, include_vendored=include_vendored,
-                     exclude=tuple(exclude), build=build, select=tuple(select))
+            raise ScanError(
+                f"cannot read the ROCm source list named by profile {loaded.name}: {exc}; "
+                f"fix the profile's rocm_sources or scan without --profile"
+            ) from exc
+    return scan_tree(
+        path,
+        hipify=resolve_hipify(loaded, hipify),
+        jobs=jobs,
+        include_vendored=include_vendored,
+        exclude=tuple(exclude),
+        build=build,
+        select=tuple(select),
+        cache_dir=cache_dir,
+    )
 
 
-def scan_repo(path: str | Path, *, profile: Profile | str | None = None, jobs: int | None = None,
-              hipify: bool | None = None, include_vendored: bool = False) -> list[Failure]:
+def scan_repo(
+    path: str | Path,
+    *,
+    profile: ScanProfile | None = None,
+    jobs: int | None = None,
+    hipify: bool | None = None,
+    include_vendored: bool = False,
+) -> list[Failure]:
     """Findings for every CUDA-only construct a ROCm build of the repo would compile, sorted."""
-    return scan_report(path, profile=profile, jobs=jobs, hipify=hipify,
-                       include_vendored=include_vendored).findings
+    return scan_report(
+        path, profile=profile, jobs=jobs, hipify=hipify, include_vendored=include_vendored
+    ).findings
 
 
-def scan_file(path: str | Path, *, root: str | Path | None = None, profile: Profile | str | None = None,
-              hipify: bool | None = None) -> list[Failure]:
+def scan_file(
+    path: str | Path,
+    *,
+    root: str | Path | None = None,
+    profile: ScanProfile | None = None,
+    hipify: bool | None = None,
+) -> list[Failure]:
     """Findings of one file on its own (compat headers it includes are not followed); paths in the
     findings are relative to `root` (default: the file's directory)."""
     if not Path(path).is_file():
@@ -94,4 +122,4 @@ def scan_file(path: str | Path, *, root: str | Path | None = None, profile: Prof
     return scan_tree(path, root=root, hipify=resolve_hipify(profile, hipify), jobs=1).findings
 
 
-__all__ = ["ScanError", "ScanReport", "scan_file", "scan_repo", "scan_report", "to_sarif"]
+__all__ = ["ScanError", "ScanProfile", "ScanReport", "scan_file", "scan_repo", "scan_report", "to_sarif"]

@@ -8,6 +8,7 @@ programmatic dependent launch, cooperative-groups algorithms and CUB APIs hipCUB
 - `cg::reduce`, `cg::inclusive_scan`, `cg::greater`/`less`/`plus`... (cooperative_groups/reduce.h,
   scan.h) and `cub::Traits<T>::TwiddleIn/Out`: no HIP or hipCUB counterpart.
 """
+
 from __future__ import annotations
 
 import re
@@ -19,17 +20,28 @@ from tools.records import Failure
 from tools.scan.catalog import Construct
 from tools.scan.findings import make_finding
 
-_LIBRARY = Construct("cuda_only_dep", "exclude_or_port",
-                     "CUDA-only library with no ROCm build: exclude the file from the ROCm build or port it")
-_CG = Construct("warp_intrinsic", "no_hip_equivalent",
-                "cooperative-groups algorithm with no HIP equivalent (HIP has no cooperative_groups/reduce.h)")
+_LIBRARY = Construct(
+    "cuda_only_dep",
+    "exclude_or_port",
+    "CUDA-only library with no ROCm build: exclude the file from the ROCm build or port it",
+)
+_CG = Construct(
+    "warp_intrinsic",
+    "no_hip_equivalent",
+    "cooperative-groups algorithm with no HIP equivalent (HIP has no cooperative_groups/reduce.h)",
+)
 _CUB = Construct("cub", "no_hip_equivalent", "CUB internal with no hipCUB equivalent")
 # One pattern per namespace spelling, each starting with a literal so the engine can skip to it.
-_CG_NAMES = (r"::(?P<cg>reduce|inclusive_scan|exclusive_scan|reduce_update_async|reduce_store_async"
-             r"|greater|less|plus|bit_and|bit_or|bit_xor|invoke_one|invoke_one_broadcast)\b")
+_CG_NAMES = (
+    r"::(?P<cg>reduce|inclusive_scan|exclusive_scan|reduce_update_async|reduce_store_async"
+    r"|greater|less|plus|bit_and|bit_or|bit_xor|invoke_one|invoke_one_broadcast)\b"
+)
 _ALGORITHMS = (
-    re.compile(r"cg" + _CG_NAMES), re.compile(r"cooperative_groups" + _CG_NAMES),
-    re.compile(r"cub::(?P<cub>(?:Base)?Traits\s*<[^;{}]*?>\s*::\s*Twiddle(?:In|Out)|(?:Unsigned|Float)Bits\b)"),
+    re.compile(r"cg" + _CG_NAMES),
+    re.compile(r"cooperative_groups" + _CG_NAMES),
+    re.compile(
+        r"cub::(?P<cub>(?:Base)?Traits\s*<[^;{}]*?>\s*::\s*Twiddle(?:In|Out)|(?:Unsigned|Float)Bits\b)"
+    ),
 )
 
 
@@ -41,9 +53,17 @@ def library_findings(src: SourceText, regions: Regions) -> list[Failure]:
         if library is None or library in seen or not regions.shared_code(inc.offset):
             continue
         seen.add(library)
-        out.append(make_finding(src, inc.offset - 1, _LIBRARY, library,
-                                f"includes {library} (<{inc.header}>): {_LIBRARY.note}",
-                                region=region_name(inc.rocm, inc.cuda), facts={"header": inc.header}))
+        out.append(
+            make_finding(
+                src,
+                inc.offset - 1,
+                _LIBRARY,
+                library,
+                f"includes {library} (<{inc.header}>): {_LIBRARY.note}",
+                region=region_name(inc.rocm, inc.cuda),
+                facts={"header": inc.header},
+            )
+        )
     return out
 
 
@@ -53,8 +73,12 @@ def algorithm_findings(src: SourceText, regions: Regions) -> list[Failure]:
     if "cg::" not in masked and "cooperative_groups::" not in masked and "cub::" not in masked:
         return []
     uses: dict[str, list[int]] = {}
-    matches = [m for pattern in _ALGORITHMS for m in pattern.finditer(masked)
-               if not (m.start() and (masked[m.start() - 1].isalnum() or masked[m.start() - 1] in "_:"))]
+    matches = [
+        m
+        for pattern in _ALGORITHMS
+        for m in pattern.finditer(masked)
+        if not (m.start() and (masked[m.start() - 1].isalnum() or masked[m.start() - 1] in "_:"))
+    ]
     for m in sorted(matches, key=lambda m: m.start()):
         if not regions.shared_code(m.start()):
             continue
@@ -66,7 +90,15 @@ def algorithm_findings(src: SourceText, regions: Regions) -> list[Failure]:
     for name, positions in uses.items():
         construct = _CG if name.startswith("cg::") else _CUB
         lines = sorted({src.line_col(p)[0] for p in positions})
-        out.append(make_finding(src, positions[0], construct, name, f"{name}: {construct.note}",
-                                region=region_name(*regions.at(positions[0])),
-                                facts={"occurrences": len(positions), "lines": lines[:50], "certain": True}))
+        out.append(
+            make_finding(
+                src,
+                positions[0],
+                construct,
+                name,
+                f"{name}: {construct.note}",
+                region=region_name(*regions.at(positions[0])),
+                facts={"occurrences": len(positions), "lines": lines[:50], "certain": True},
+            )
+        )
     return out

@@ -11,44 +11,38 @@ Two readers, named by a profile's `rocm_sources`:
   setup_rocm.py), resolved beside the script or from the repo root.
 Paths come back repo-relative ('/'-separated).
 """
+
 from __future__ import annotations
 
 import ast
 import glob
 import os
 import re
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from tools.files import read_regular_text
+from tools.scan.cmake_conditions import Condition, Quoted, and3, not3, or3
 
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c", ".hip")
 TARGET_COMMANDS = ("define_extension_target", "add_library", "add_executable")
 _ARG = re.compile(r'"((?:[^"\\]|\\.)*)"|(\()|(\))|([^\s()"]+)')
 _VAR = re.compile(r"\$\{(\w+)\}")
-_TRUE = {"1", "ON", "YES", "TRUE", "Y"}
-_FALSE = {"0", "OFF", "NO", "FALSE", "N", "IGNORE", "NOTFOUND", ""}
-_BINARY = ("STREQUAL", "MATCHES", "EQUAL", "LESS", "GREATER", "VERSION_LESS", "VERSION_GREATER",
-           "VERSION_EQUAL", "VERSION_GREATER_EQUAL", "VERSION_LESS_EQUAL", "LESS_EQUAL", "GREATER_EQUAL",
-           "IN_LIST", "STRLESS", "STRGREATER")
-
-
-class _Quoted(str):
-    """A quoted argument: a string literal, never a variable name in a condition."""
-
-
+_COMMAND_NAME = re.compile(r"[A-Za-z_]\w*")
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|#\[(=*)\[[\s\S]*?\]\1\]|#[^\n]*|\(|\)|[^\s()"#]+')
 
 
-def _commands(text: str):
+def _commands(text: str) -> Iterator[tuple[str, str]]:
     """(name, raw argument text) of each command, in order; comments (line and bracket) skipped."""
-    name, depth, pieces = None, 0, []
+    name, depth = "", 0
+    pieces: list[str] = []
     previous = None
     for m in _TOKEN.finditer(text):
         token = m.group(0)
         if token.startswith("#"):
             continue
         if depth == 0:
-            if token == "(" and previous is not None and re.fullmatch(r"[A-Za-z_]\w*", previous):
+            if token == "(" and previous is not None and _COMMAND_NAME.fullmatch(previous):
                 name, depth, pieces = previous.lower(), 1, []
             previous = token
             continue
@@ -80,23 +74,29 @@ class _Interpreter:
                 out.append(m.group(2) or m.group(3))
                 continue
             text = quoted if quoted is not None else word
+            if "${" not in text:  # most arguments: no variable to expand
+                if quoted is not None:
+                    out.append(Quoted(text))
+                else:
+                    out.extend(part for part in text.split(";") if part)
+                continue
             whole = _VAR.fullmatch(text)
             if whole and quoted is None:
                 value = self.vars.get(whole.group(1))
                 out.extend([None] if value is None else [v for v in value if v])
                 continue
             unknown = any(self.vars.get(v) is None for v in _VAR.findall(text))
-            value = _VAR.sub(lambda v: ";".join(self.vars.get(v.group(1)) or []), text)
+            expanded = _VAR.sub(lambda v: ";".join(self.vars.get(v.group(1)) or []), text)
             if unknown:
                 out.append(None)
             elif quoted is not None:
-                out.append(_Quoted(value))
+                out.append(Quoted(expanded))
             else:
-                out.extend(part for part in value.split(";") if part)
+                out.extend(part for part in expanded.split(";") if part)
         return out
 
     def truth(self, args: list[str | None]) -> bool | None:
-        return _Condition(args, self.vars).parse()
+        return Condition(args, self.vars).parse()
 
     def run(self, text: str) -> None:
         stack: list[tuple[bool | None, bool | None]] = []  # (parent live, some branch taken)
@@ -112,12 +112,12 @@ class _Interpreter:
             if name == "if":
                 cond = self.truth(self.expand(raw)) if live is not False else False
                 stack.append((live, cond))
-                live = _and(live, cond)
+                live = and3(live, cond)
             elif name in ("elseif", "else") and stack:
                 parent, taken = stack[-1]
                 cond = True if name == "else" else self.truth(self.expand(raw))
-                live = _and(parent, _and(_not(taken), cond))
-                stack[-1] = (parent, _or(taken, cond))
+                live = and3(parent, and3(not3(taken), cond))
+                stack[-1] = (parent, or3(taken, cond))
             elif name == "endif" and stack:
                 live = stack.pop()[0]
             elif live is not False:
@@ -127,18 +127,24 @@ class _Interpreter:
         if name == "set" and args and args[0]:
             values = [a for a in args[1:] if a not in ("CACHE", "PARENT_SCOPE")]
             if "CACHE" in args:
-                values = args[1:args.index("CACHE")]
+                values = args[1 : args.index("CACHE")]
             self._assign(args[0], values, certain)
         elif name == "list" and len(args) >= 2 and args[1]:
             self._list(args[0], args[1], args[2:])
         elif name == "file" and len(args) >= 3 and args[0] in ("GLOB", "GLOB_RECURSE") and args[1]:
-            found = [Path(p).relative_to(self.root).as_posix() for pattern in args[2:] if pattern
-                     for p in glob.glob(str(self.root / pattern), recursive=args[0] == "GLOB_RECURSE")]
+            found = [
+                Path(p).relative_to(self.root).as_posix()
+                for pattern in args[2:]
+                if pattern
+                for p in glob.glob(str(self.root / pattern), recursive=args[0] == "GLOB_RECURSE")
+            ]
             self._assign(args[1], sorted(found), certain)
         elif name in TARGET_COMMANDS or name.endswith("_add_library"):
-            self.sources |= {part for a in args if a for part in a.split(";") if part.endswith(SOURCE_SUFFIXES)}
+            self.sources |= {
+                part for a in args if a for part in a.split(";") if part.endswith(SOURCE_SUFFIXES)
+            }
 
-    def _assign(self, var: str, values: list[str | None], certain: bool) -> None:
+    def _assign(self, var: str, values: Sequence[str | None], certain: bool) -> None:
         if var in self.pinned:
             return
         if None in values and certain:
@@ -146,111 +152,19 @@ class _Interpreter:
             return
         known = [part for v in values if v is not None for part in v.split(";") if part]
         old = self.vars.get(var) or []
-        self.vars[var] = known if certain else old + [v for v in known if v not in old]
+        already = set(old)
+        self.vars[var] = known if certain else old + [v for v in known if v not in already]
 
-    def _list(self, op: str, var: str, rest: list[str | None]) -> None:
+    def _list(self, op: str | None, var: str, args: list[str | None]) -> None:
         current = self.vars.get(var) or []
-        rest = [part for v in rest if v for part in v.split(";") if part]
+        rest = [part for v in args if v for part in v.split(";") if part]
         if op == "APPEND":
             self.vars[var] = current + rest
         elif op == "REMOVE_ITEM":
-            self.vars[var] = [v for v in current if v not in rest]
+            removed = set(rest)
+            self.vars[var] = [v for v in current if v not in removed]
         elif op in ("FILTER", "TRANSFORM") and var not in self.pinned:
             self.vars[var] = None
-
-
-class _Condition:
-    """CMake `if()` arguments, evaluated to True, False or None (unknown)."""
-
-    def __init__(self, args: list[str | None], variables: dict[str, list[str] | None]):
-        self.args, self.i, self.vars = args, 0, variables
-
-    def peek(self):
-        return self.args[self.i] if self.i < len(self.args) else ")"
-
-    def parse(self) -> bool | None:
-        try:
-            return self.disjunction()
-        except (IndexError, re.error):
-            return None
-
-    def disjunction(self) -> bool | None:
-        value = self.conjunction()
-        while self.peek() == "OR":
-            self.i += 1
-            value = _or(value, self.conjunction())
-        return value
-
-    def conjunction(self) -> bool | None:
-        value = self.negation()
-        while self.peek() == "AND":
-            self.i += 1
-            value = _and(value, self.negation())
-        return value
-
-    def negation(self) -> bool | None:
-        if self.peek() == "NOT":
-            self.i += 1
-            return _not(self.negation())
-        return self.primary()
-
-    def primary(self) -> bool | None:
-        token = self.args[self.i]
-        self.i += 1
-        if token == "(":
-            value = self.disjunction()
-            self.i += 1
-            return value
-        if token in ("DEFINED", "EXISTS", "TARGET", "COMMAND", "IS_ABSOLUTE", "IS_DIRECTORY"):
-            name = self.args[self.i]
-            self.i += 1
-            return (name in self.vars and self.vars[name] is not None) if token == "DEFINED" and name else None
-        if self.peek() in _BINARY:
-            op, right = self.args[self.i], self.args[self.i + 1]
-            self.i += 2
-            return _compare(op, self.value(token), self.value(right))
-        value = self.value(token)
-        if value is None:
-            return None
-        return None if value.upper() not in _TRUE | _FALSE else value.upper() in _TRUE
-
-    def value(self, token: str | None) -> str | None:
-        if token is None:
-            return None
-        if isinstance(token, _Quoted):
-            return str(token)
-        if token in self.vars:
-            value = self.vars[token]
-            return None if value is None else ";".join(value)
-        if re.fullmatch(r"[A-Z_][A-Z0-9_]*", token) and token.upper() not in _TRUE | _FALSE:
-            return None  # an unset variable the build may define (-D on the command line)
-        return token
-
-
-def _compare(op: str, left: str | None, right: str | None) -> bool | None:
-    if left is None or right is None:
-        return None
-    if op == "STREQUAL":
-        return left == right
-    if op == "MATCHES":
-        return re.search(right, left) is not None
-    return None
-
-
-def _and(a, b):
-    if a is False or b is False:
-        return False
-    return None if a is None or b is None else True
-
-
-def _or(a, b):
-    if a is True or b is True:
-        return True
-    return None if a is None or b is None else False
-
-
-def _not(a):
-    return None if a is None else not a
 
 
 def cmake_sources(repo: Path, cmake_file: str, variables: dict[str, str]) -> set[str]:
@@ -259,8 +173,11 @@ def cmake_sources(repo: Path, cmake_file: str, variables: dict[str, str]) -> set
     interpreter = _Interpreter(path.parent, variables)
     interpreter.run(read_regular_text(path))
     base = path.parent.relative_to(repo).as_posix()
-    return {os.path.normpath(s if base == "." else f"{base}/{s}").replace(os.sep, "/")
-            for s in interpreter.sources if not os.path.isabs(s)}
+    return {
+        os.path.normpath(s if base == "." else f"{base}/{s}").replace(os.sep, "/")
+        for s in interpreter.sources
+        if not os.path.isabs(s)
+    }
 
 
 def setup_py_sources(repo: Path, setup_file: str) -> set[str]:
@@ -269,7 +186,11 @@ def setup_py_sources(repo: Path, setup_file: str) -> set[str]:
     tree = ast.parse(read_regular_text(path))
     out = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.endswith(SOURCE_SUFFIXES):
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and node.value.endswith(SOURCE_SUFFIXES)
+        ):
             for base in (path.parent, repo):
                 if (base / node.value).is_file():
                     out.add((base / node.value).resolve().relative_to(repo.resolve()).as_posix())

@@ -2,6 +2,7 @@
 
 Kinds are the taxonomy of FAILURE_CLASSES.md; fix families name the rule that repairs them.
 """
+
 from __future__ import annotations
 
 import re
@@ -29,8 +30,11 @@ def classify_header(header: str) -> Construct | None:
         tail = header.removeprefix("cuda/std/")
         if header.startswith("cuda/std/") and tail in CUDA_STD_TO_STD:
             return Construct("cuda_std", "cuda_std_to_std", "libcu++ is CUDA-only", f"<{tail}>")
-        return Construct("cuda_std", "libhipcxx_or_exclude",
-                         "libcu++ facility with no host-std equivalent (needs libhipcxx)")
+        return Construct(
+            "cuda_std",
+            "libhipcxx_or_exclude",
+            "libcu++ facility with no host-std equivalent (needs libhipcxx)",
+        )
     if header in CUDA_TO_HIP_HEADERS or header.startswith(CUDA_HEADER_PREFIXES):
         hip = CUDA_TO_HIP_HEADERS.get(header)
         note = "CUDA toolkit header" + ("" if hip else " with no 1:1 HIP header")
@@ -38,76 +42,162 @@ def classify_header(header: str) -> Construct | None:
     return None
 
 
-WARP_INTRINSICS = ("__shfl_sync", "__shfl_xor_sync", "__shfl_up_sync", "__shfl_down_sync", "__syncwarp",
-                   "__activemask", "__ballot_sync", "__any_sync", "__all_sync", "__uni_sync",
-                   "__match_any_sync", "__match_all_sync", "__reduce_add_sync", "__reduce_min_sync",
-                   "__reduce_max_sync", "__reduce_and_sync", "__reduce_or_sync", "__reduce_xor_sync")
+WARP_INTRINSICS = (
+    "__shfl_sync",
+    "__shfl_xor_sync",
+    "__shfl_up_sync",
+    "__shfl_down_sync",
+    "__syncwarp",
+    "__activemask",
+    "__ballot_sync",
+    "__any_sync",
+    "__all_sync",
+    "__uni_sync",
+    "__match_any_sync",
+    "__match_all_sync",
+    "__reduce_add_sync",
+    "__reduce_min_sync",
+    "__reduce_max_sync",
+    "__reduce_and_sync",
+    "__reduce_or_sync",
+    "__reduce_xor_sync",
+)
 # HIP ships __ldg (hip/amd_detail/hip_ldg.h), so it is not reported.
 
-_DRIVER_FAMILIES = ("GetProcAddress", "TensorMap", "Init", "Device", "Ctx", "Module", "Mem", "Stream", "Event",
-                    "Launch", "Func", "Graph", "Link", "Occupancy", "Pointer", "GetError", "DriverGetVersion",
-                    "Array", "Tex", "Surf")
-_WARP_TAILS = "|".join(name.removeprefix("__") for name in WARP_INTRINSICS)
-# Grouped by first characters (a trie) so each candidate position costs one or two literal tests.
-_IDENTIFIERS = (
-    r"(?:__(?:" + _WARP_TAILS + r"|nv_\w+|NV_E[45]M[23])"
-    r"|cu(?:da[A-Z]\w*|blas(?:Lt)?[A-Z]\w*|(?:" + "|".join(_DRIVER_FAMILIES) + r")\w*)"
-    r"|CU(?:B_(?:PTX_)?(?:LOG_)?WARP_THREADS|[a-z]\w*)"
-    r"|nv_bfloat162?|PFN_cu\w+)\b"
+_DRIVER_FAMILIES = (
+    "GetProcAddress",
+    "TensorMap",
+    "Init",
+    "Device",
+    "Ctx",
+    "Module",
+    "Mem",
+    "Stream",
+    "Event",
+    "Launch",
+    "Func",
+    "Graph",
+    "Link",
+    "Occupancy",
+    "Pointer",
+    "GetError",
+    "DriverGetVersion",
+    "Array",
+    "Tex",
+    "Surf",
 )
-IDENTIFIER_RE = re.compile(r"\b" + _IDENTIFIERS)
-IDENTIFIER_SEARCH = re.compile(_IDENTIFIERS)
-"""Without the leading \\b, which defeats the engine's first-character skip; callers check the
-character before a match themselves."""
+_WARP_TAILS = "|".join(name.removeprefix("__") for name in WARP_INTRINSICS)
+# One pattern per leading literal: each starts with a fixed prefix, which the engine finds with a
+# fast literal search, while one alternation over them all tries every 'c', 'n' and '_' in the file.
+_IDENTIFIER_FAMILIES = (
+    r"__(?:" + _WARP_TAILS + r"|nv_\w+|NV_E[45]M[23])\b",
+    r"cu(?:da[A-Z]\w*|blas(?:Lt)?[A-Z]\w*|(?:" + "|".join(_DRIVER_FAMILIES) + r")\w*)\b",
+    r"CU(?:B_(?:PTX_)?(?:LOG_)?WARP_THREADS|[a-z]\w*)\b",
+    r"nv_bfloat162?\b",
+    r"PFN_cu\w+\b",
+)
+IDENTIFIER_RE = re.compile(r"\b(?:" + "|".join(_IDENTIFIER_FAMILIES) + ")")
+_IDENTIFIER_SEARCHES = tuple(re.compile(family) for family in _IDENTIFIER_FAMILIES)
+
+
+def identifier_candidates(text: str) -> list[re.Match[str]]:
+    """Matches of every identifier family in offset order, without the leading \\b (which defeats
+    the engine's literal search): callers drop a match preceded by a word character. Families
+    overlap only inside one word (`__nv_bfloat16` holds `nv_bfloat16`), so after that check each
+    word start yields what one alternation of the families would."""
+    found = [m for search in _IDENTIFIER_SEARCHES for m in search.finditer(text)]
+    found.sort(key=_start)
+    return found
+
+
+def _start(m: re.Match[str]) -> int:
+    return m.start()
+
 
 _DRIVER_RUNTIME = ("cudaGetDriverEntryPoint",)
-LAUNCH_ATTRIBUTE_APIS = ("cudaLaunchKernelEx", "cudaLaunchConfig", "cudaLaunchAttribute",
-                         "cudaGridDependencySynchronize", "cudaTriggerProgrammaticLaunchCompletion")
+LAUNCH_ATTRIBUTE_APIS = (
+    "cudaLaunchKernelEx",
+    "cudaLaunchConfig",
+    "cudaLaunchAttribute",
+    "cudaGridDependencySynchronize",
+    "cudaTriggerProgrammaticLaunchCompletion",
+)
 
 
 def classify_identifier(name: str) -> Construct | None:
     """The construct a CUDA identifier is, or None for names the scanner does not report."""
     if name in WARP_INTRINSICS:
-        return Construct("warp_intrinsic", "warp_compat",
-                         "CUDA warp intrinsic; HIP shuffles default to width 64 and take 64-bit masks")
+        return Construct(
+            "warp_intrinsic",
+            "warp_compat",
+            "CUDA warp intrinsic; HIP shuffles default to width 64 and take 64-bit masks",
+        )
     if name.startswith("CUB_"):
         return Construct("warp_size", "warp_size_source", "CUB warp-size macro, undeclared under hipCUB")
     if name.startswith(("__nv_", "nv_bfloat", "__NV_")):
         return _type_construct(name)
     if name.startswith(LAUNCH_ATTRIBUTE_APIS):
-        return Construct("stream_api", "launch_attribute_guard",
-                         "launch attributes / programmatic dependent launch: hipify has no mapping; guard "
-                         "it for CUDA and launch with <<<>>> on ROCm")
+        return Construct(
+            "stream_api",
+            "launch_attribute_guard",
+            "launch attributes / programmatic dependent launch: hipify has no mapping; guard "
+            "it for CUDA and launch with <<<>>> on ROCm",
+        )
     if name.startswith("cublas"):
         return Construct("cublas", "hipblas_rename", "cuBLAS API", name.replace("cublas", "hipblas", 1))
-    if name.startswith(_DRIVER_RUNTIME) or name.startswith(("cu", "CU", "PFN_cu")) and not \
-            name.startswith("cuda"):
+    if name.startswith(_DRIVER_RUNTIME) or (
+        name.startswith(("cu", "CU", "PFN_cu")) and not name.startswith("cuda")
+    ):
         return Construct("stream_api", "driver_api_guard", "CUDA driver API with no 1:1 HIP equivalent")
     if name.startswith("cuda"):
-        return Construct("stream_api", "hip_runtime_rename", "CUDA runtime API",
-                         "hip" + name.removeprefix("cuda"))
+        return Construct(
+            "stream_api", "hip_runtime_rename", "CUDA runtime API", "hip" + name.removeprefix("cuda")
+        )
     return None
 
 
 def _type_construct(name: str) -> Construct | None:
     low = name.lower()
     if "bfloat16" in low:
-        return Construct("bf16_type", "hip_bf16_typedef", "CUDA bf16 type; ROCm's is __hip_bfloat16 "
-                         "(not the rocBLAS hip_bfloat16)", name.replace("__nv_", "__hip_").replace(
-                             "nv_bfloat", "__hip_bfloat") if name.startswith(("__nv_", "nv_")) else None)
+        return Construct(
+            "bf16_type",
+            "hip_bf16_typedef",
+            "CUDA bf16 type; ROCm's is __hip_bfloat16 (not the rocBLAS hip_bfloat16)",
+            name.replace("__nv_", "__hip_").replace("nv_bfloat", "__hip_bfloat")
+            if name.startswith(("__nv_", "nv_"))
+            else None,
+        )
     if any(t in low for t in ("fp8", "fp6", "fp4", "__nv_e", "e4m3", "e5m2")):
         hip = name.replace("__nv_", "__hip_")
-        return Construct("fp8_type", "fp8_fnuz_ocp", "CUDA fp8 type; key ROCm's on HIP_FP8_TYPE_FNUZ/OCP "
-                         "(gfx942 is fnuz, gfx950 is OCP)", f"{hip} (OCP, gfx950) / {hip}_fnuz (gfx942)")
+        return Construct(
+            "fp8_type",
+            "fp8_fnuz_ocp",
+            "CUDA fp8 type; key ROCm's on HIP_FP8_TYPE_FNUZ/OCP (gfx942 is fnuz, gfx950 is OCP)",
+            f"{hip} (OCP, gfx950) / {hip}_fnuz (gfx942)",
+        )
     if "half" in low:
         return Construct("fp16_type", "hip_fp16_typedef", "CUDA-specific half type", "__half")
     return None
 
 
 # PTX that needs a rewrite to MFMA or an exclusion: judgment, not a rule.
-TENSOR_CORE_PTX = ("mma", "wgmma", "ldmatrix", "stmatrix", "movmatrix", "cp.async", "cp.reduce.async",
-                   "mbarrier", "tcgen05", "wmma", "setmaxnreg", "griddepcontrol", "elect", "tensormap",
-                   "fence.proxy")
+TENSOR_CORE_PTX = (
+    "mma",
+    "wgmma",
+    "ldmatrix",
+    "stmatrix",
+    "movmatrix",
+    "cp.async",
+    "cp.reduce.async",
+    "mbarrier",
+    "tcgen05",
+    "wmma",
+    "setmaxnreg",
+    "griddepcontrol",
+    "elect",
+    "tensormap",
+    "fence.proxy",
+)
 
 
 # PTX instruction names (the part before the first '.'), from the PTX ISA's instruction index. An asm
@@ -132,8 +222,11 @@ def is_ptx(opcodes: list[str]) -> bool:
 
 def ptx_construct(opcode: str) -> Construct:
     if opcode.startswith(TENSOR_CORE_PTX):
-        return Construct("inline_ptx", "ptx_mfma_or_exclude",
-                         "tensor-core/async PTX: needs an MFMA rewrite or exclusion (judgment)")
+        return Construct(
+            "inline_ptx",
+            "ptx_mfma_or_exclude",
+            "tensor-core/async PTX: needs an MFMA rewrite or exclusion (judgment)",
+        )
     return Construct("inline_ptx", "ptx_to_c", "inline PTX; rewrite as plain C or a HIP builtin")
 
 
@@ -142,7 +235,21 @@ def ptx_construct(opcode: str) -> Construct:
 # tensorrt_llm, nvshmem, deep_ep, flash_attn_interface (FlashAttention-3, Hopper only).
 # Not listed because they ship ROCm builds or ROCm paths: flash_attn, xformers, triton_kernels,
 # sgl_kernel, vllm._C, apex, bitsandbytes.
-CUDA_ONLY_MODULES = frozenset({
-    "deep_gemm", "flashinfer", "flash_mla", "cutlass", "cutlass_library", "nvidia", "pynvml", "cuda",
-    "pycuda", "cudnn", "tensorrt_llm", "nvshmem", "deep_ep", "flash_attn_interface",
-})
+CUDA_ONLY_MODULES = frozenset(
+    {
+        "deep_gemm",
+        "flashinfer",
+        "flash_mla",
+        "cutlass",
+        "cutlass_library",
+        "nvidia",
+        "pynvml",
+        "cuda",
+        "pycuda",
+        "cudnn",
+        "tensorrt_llm",
+        "nvshmem",
+        "deep_ep",
+        "flash_attn_interface",
+    }
+)

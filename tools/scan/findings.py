@@ -1,7 +1,9 @@
 """Turning one matched construct into a `Failure` with a stable signature."""
+
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from tools.cpp.source import SourceText
 from tools.records import Failure
@@ -13,11 +15,22 @@ _UNIT_SUFFIXES = (".cu", ".cc", ".cpp", ".cxx", ".c", ".py")
 
 def line_key(line: str) -> str:
     """A short hash of a source line with whitespace collapsed: survives edits elsewhere in the file."""
-    return hashlib.sha1(" ".join(line.split()).encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return hashlib.sha1(
+        " ".join(line.split()).encode("utf-8", "surrogatepass"), usedforsecurity=False
+    ).hexdigest()[:10]
 
 
-def make_finding(src: SourceText, offset: int, construct: Construct, symbol: str, message: str, *,
-                 region: str, per_occurrence: bool = False, facts: dict | None = None) -> Failure:
+def make_finding(
+    src: SourceText,
+    offset: int,
+    construct: Construct,
+    symbol: str,
+    message: str,
+    *,
+    region: str,
+    per_occurrence: bool = False,
+    facts: dict[str, Any] | None = None,
+) -> Failure:
     """A scan finding at `offset`. Per-occurrence findings get the line's hash in their signature
     because one file may hold many of them; the signature never holds a line number."""
     line, column = src.line_col(offset)
@@ -31,12 +44,21 @@ def make_finding(src: SourceText, offset: int, construct: Construct, symbol: str
     if src.path.endswith(_UNIT_SUFFIXES):
         all_facts["unit"] = src.path
     all_facts.update(facts or {})
-    return Failure(kind=construct.kind, message=message, file=src.path, line=line, column=column,
-                   symbol=symbol, excerpt=text.strip()[:300], signature=signature, source=SOURCE,
-                   facts=all_facts)
+    return Failure(
+        kind=construct.kind,
+        message=message,
+        file=src.path,
+        line=line,
+        column=column,
+        symbol=symbol,
+        excerpt=text.strip()[:300],
+        signature=signature,
+        source=SOURCE,
+        facts=all_facts,
+    )
 
 
-def sort_key(f: Failure) -> tuple:
+def sort_key(f: Failure) -> tuple[str, int, int, str, str]:
     return (f.file or "", f.line or 0, f.column or 0, f.kind, f.symbol or "")
 
 
@@ -50,4 +72,3 @@ def dedupe_signatures(findings: list[Failure]) -> list[Failure]:
         if n > 1:
             f.signature = f"{f.signature}~{n}"
     return findings
-

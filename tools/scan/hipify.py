@@ -9,23 +9,57 @@ warp width, warp-size literals, inline PTX, fp8 types, and the TMA/driver-entry-
 (`cuGetProcAddress`, `cuTensorMapEncode*`, `CUtensorMap`), and launch attributes / PDL
 (`cudaLaunchKernelEx`, `cudaLaunchConfig_t`, `cudaLaunchAttribute*`, `cudaGridDependencySynchronize`).
 """
+
 from __future__ import annotations
 
 from tools.records import Failure
 from tools.scan.catalog import LAUNCH_ATTRIBUTE_APIS
 
-HIPIFIED_HEADERS = frozenset({
-    "cuda.h", "cuda_runtime.h", "cuda_runtime_api.h", "cuda_profiler_api.h", "channel_descriptor.h",
-    "device_functions.h", "driver_types.h", "library_types.h", "cuComplex.h", "cuda_fp16.h",
-    "cuda_bf16.h", "cuda_texture_types.h", "cooperative_groups.h", "vector_types.h", "cublas.h",
-    "cublas_v2.h", "cublasLt.h", "curand.h", "curand_kernel.h", "cusparse.h", "cufft.h", "nccl.h",
-    "nvrtc.h", "nvToolsExt.h", "nvtx3/nvtx3.hpp", "nvml.h",
-    "cub/util_allocator.cuh", "cub/block/block_reduce.cuh", "cub/block/block_raking_layout.cuh",
-    "cub/cub.cuh", "cub/config.cuh", "cub/util_ptx.cuh", "cub/util_type.cuh",
-    "cub/device/device_run_length_encode.cuh", "cub/block/block_load.cuh", "cub/block/block_store.cuh",
-    "cub/block/block_scan.cuh", "cub/device/device_radix_sort.cuh", "cub/device/device_reduce.cuh",
-    "cub/device/device_scan.cuh", "cub/device/device_select.cuh",
-})
+HIPIFIED_HEADERS = frozenset(
+    {
+        "cuda.h",
+        "cuda_runtime.h",
+        "cuda_runtime_api.h",
+        "cuda_profiler_api.h",
+        "channel_descriptor.h",
+        "device_functions.h",
+        "driver_types.h",
+        "library_types.h",
+        "cuComplex.h",
+        "cuda_fp16.h",
+        "cuda_bf16.h",
+        "cuda_texture_types.h",
+        "cooperative_groups.h",
+        "vector_types.h",
+        "cublas.h",
+        "cublas_v2.h",
+        "cublasLt.h",
+        "curand.h",
+        "curand_kernel.h",
+        "cusparse.h",
+        "cufft.h",
+        "nccl.h",
+        "nvrtc.h",
+        "nvToolsExt.h",
+        "nvtx3/nvtx3.hpp",
+        "nvml.h",
+        "cub/util_allocator.cuh",
+        "cub/block/block_reduce.cuh",
+        "cub/block/block_raking_layout.cuh",
+        "cub/cub.cuh",
+        "cub/config.cuh",
+        "cub/util_ptx.cuh",
+        "cub/util_type.cuh",
+        "cub/device/device_run_length_encode.cuh",
+        "cub/block/block_load.cuh",
+        "cub/block/block_store.cuh",
+        "cub/block/block_scan.cuh",
+        "cub/device/device_radix_sort.cuh",
+        "cub/device/device_reduce.cuh",
+        "cub/device/device_scan.cuh",
+        "cub/device/device_select.cuh",
+    }
+)
 HIPIFIED_TYPES = frozenset({"__nv_bfloat16", "__nv_bfloat162"})
 _UNMAPPED_DRIVER = ("cuGetProcAddress", "cuTensorMap", "CUtensorMap", "PFN_", "cudaGetDriverEntryPoint")
 

@@ -4,9 +4,11 @@ Headers and literal warp-size uses are reported per occurrence (each needs its o
 identifiers (intrinsics, types, API names) once per file and symbol, with every line listed in
 `facts["lines"]`, because one compat typedef or macro fixes them all.
 """
+
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from tools.cpp.preprocessor import Regions, region_name
 from tools.cpp.source import SourceText
@@ -14,10 +16,10 @@ from tools.records import Failure
 from tools.scan.blockers import algorithm_findings, library_findings
 from tools.scan.catalog import (
     IDENTIFIER_RE,
-    IDENTIFIER_SEARCH,
     Construct,
     classify_header,
     classify_identifier,
+    identifier_candidates,
 )
 from tools.scan.findings import make_finding
 from tools.scan.ptx import inline_asm_findings
@@ -40,15 +42,21 @@ def _directive_line(masked: str, offset: int) -> str | None:
     return head[1:].lstrip().split(" ", 1)[0].split("(", 1)[0]
 
 
-def _defines_here(masked: str, m: re.Match) -> bool:
+def _defines_here(masked: str, m: re.Match[str]) -> bool:
     """True when this occurrence defines the name: `using N =`, `typedef ... N;`, `N(...) {`."""
     end = m.end()
-    following = masked[end:end + 2].lstrip()[:1]
+    following = masked[end : end + 2].lstrip()[:1]
     if following == "=":
         return bool(_USING_BEFORE.search(masked, max(0, m.start() - 16), m.start()))
     if following == ";":
-        statement_start = max(masked.rfind(";", 0, m.start()), masked.rfind("{", 0, m.start()),
-                              masked.rfind("}", 0, m.start())) + 1
+        statement_start = (
+            max(
+                masked.rfind(";", 0, m.start()),
+                masked.rfind("{", 0, m.start()),
+                masked.rfind("}", 0, m.start()),
+            )
+            + 1
+        )
         return bool(_TYPEDEF.search(masked, statement_start, m.start()))
     return bool(_FUNC_DEF_AFTER.match(masked, end))
 
@@ -62,10 +70,17 @@ def header_findings(src: SourceText, regions: Regions) -> list[Failure]:
         if construct is None:
             continue
         written = f"<{inc.header}>" if inc.angled else f'"{inc.header}"'
-        out.append(make_finding(
-            src, inc.offset - 1, construct, inc.header,
-            f"#include {written} is compiled by the ROCm build: {construct.note}",
-            region=region_name(inc.rocm, inc.cuda), per_occurrence=True))
+        out.append(
+            make_finding(
+                src,
+                inc.offset - 1,
+                construct,
+                inc.header,
+                f"#include {written} is compiled by the ROCm build: {construct.note}",
+                region=region_name(inc.rocm, inc.cuda),
+                per_occurrence=True,
+            )
+        )
     return out
 
 
@@ -78,14 +93,15 @@ def identifier_findings(src: SourceText, regions: Regions) -> tuple[list[Failure
     constructs: dict[str, Construct | None] = {}
     narrow: dict[str, list[int]] = {}
     """Warp-intrinsic uses whose mask is 32-bit in the ROCm build: a certain compile error."""
-    for m in IDENTIFIER_SEARCH.finditer(masked):
+    for m in identifier_candidates(masked):
         pos = m.start()
         if pos and (masked[pos - 1].isalnum() or masked[pos - 1] == "_"):
             continue
         name = m.group(0)
         if name not in constructs:
             constructs[name] = classify_identifier(name)
-        if constructs[name] is None or not regions.rocm_compiles(pos):
+        construct = constructs[name]
+        if construct is None or not regions.rocm_compiles(pos):
             continue
         directive = _directive_line(masked, pos)
         if directive is not None and directive != "define":
@@ -94,23 +110,37 @@ def identifier_findings(src: SourceText, regions: Regions) -> tuple[list[Failure
             provides.add(name)
         if regions.shared_code(pos):  # the ROCm-only branch is the project's own ROCm code
             uses.setdefault(name, []).append(pos)
-            if constructs[name].kind == "warp_intrinsic" and masked.startswith("(", m.end()) \
-                    and mask_bits(first_argument(masked, m.end()), regions) == 32:
+            if (
+                construct.kind == "warp_intrinsic"
+                and masked.startswith("(", m.end())
+                and mask_bits(first_argument(masked, m.end()), regions) == 32
+            ):
                 narrow.setdefault(name, []).append(pos)
     out = []
     for name, positions in uses.items():
         construct = constructs[name]
-        assert construct is not None
+        if construct is None:  # never: uses holds only names that classify
+            continue
         line_numbers = sorted({src.line_col(p)[0] for p in positions})
-        out.append(make_finding(
-            src, positions[0], construct, name, f"{name} outside a ROCm branch: {construct.note}",
-            region=region_name(*regions.at(positions[0])),
-            facts={"occurrences": len(positions), "lines": line_numbers[:MAX_LINES_LISTED],
-                   **_mask_facts(src, name, narrow)}))
+        out.append(
+            make_finding(
+                src,
+                positions[0],
+                construct,
+                name,
+                f"{name} outside a ROCm branch: {construct.note}",
+                region=region_name(*regions.at(positions[0])),
+                facts={
+                    "occurrences": len(positions),
+                    "lines": line_numbers[:MAX_LINES_LISTED],
+                    **_mask_facts(src, name, narrow),
+                },
+            )
+        )
     return out, {n for n in provides if IDENTIFIER_RE.fullmatch(n)}
 
 
-def _mask_facts(src: SourceText, name: str, narrow: dict[str, list[int]]) -> dict:
+def _mask_facts(src: SourceText, name: str, narrow: dict[str, list[int]]) -> dict[str, Any]:
     if name in HIP_LACKS:
         return {"certain": True}
     if name in narrow:
@@ -122,7 +152,12 @@ def cpp_findings(src: SourceText, regions: Regions) -> tuple[list[Failure], set[
     """Every CUDA-only construct the ROCm build would compile in this file, and the CUDA names the
     file defines for ROCm (see identifier_findings)."""
     identifiers, provides = identifier_findings(src, regions)
-    findings = (header_findings(src, regions) + library_findings(src, regions) + identifiers
-                + algorithm_findings(src, regions) + warp_size_findings(src, regions)
-                + inline_asm_findings(src, regions))
+    findings = (
+        header_findings(src, regions)
+        + library_findings(src, regions)
+        + identifiers
+        + algorithm_findings(src, regions)
+        + warp_size_findings(src, regions)
+        + inline_asm_findings(src, regions)
+    )
     return findings, provides

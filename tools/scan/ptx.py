@@ -4,6 +4,7 @@ The `asm` keyword is found on the masked text (so comments never count); its str
 read back from the raw text, because the PTX lives inside string literals. An empty asm (a compiler
 barrier such as `asm volatile("" ::: "memory")`) is valid on AMD and is not reported.
 """
+
 from __future__ import annotations
 
 import re
@@ -74,8 +75,16 @@ def inline_asm_findings(src: SourceText, regions: Regions) -> list[Failure]:
         judged = [op for op in opcodes if op.startswith(TENSOR_CORE_PTX)]
         symbol = (judged or opcodes or ["asm"])[0]
         construct = ptx_construct(symbol)
-        out.append(make_finding(
-            src, m.start(), construct, symbol, f"inline PTX `{symbol}`: {construct.note}",
-            region=region_name(*regions.at(m.start())), per_occurrence=True,
-            facts={"opcodes": sorted(set(opcodes)), "judgment": bool(judged)}))
+        out.append(
+            make_finding(
+                src,
+                m.start(),
+                construct,
+                symbol,
+                f"inline PTX `{symbol}`: {construct.note}",
+                region=region_name(*regions.at(m.start())),
+                per_occurrence=True,
+                facts={"opcodes": sorted(set(opcodes)), "judgment": bool(judged)},
+            )
+        )
     return out

@@ -6,6 +6,7 @@ uses that break ROCm: an `assert` on it, an `if torch.version.cuda is None: rais
 that crash on None (`version.parse(torch.version.cuda)`, `torch.version.cuda.split(".")`) with no
 None check in the same statement.
 """
+
 from __future__ import annotations
 
 import ast
@@ -23,7 +24,8 @@ def _checks_none(node: ast.AST) -> bool:
     """A truthiness or None test of torch.version.cuda, which makes later value uses safe."""
     if isinstance(node, ast.Compare):
         return _is_cuda_version(node.left) and any(
-            isinstance(c, ast.Constant) and c.value is None for c in node.comparators)
+            isinstance(c, ast.Constant) and c.value is None for c in node.comparators
+        )
     if isinstance(node, ast.BoolOp):
         return any(_is_cuda_version(v) for v in node.values)
     if isinstance(node, (ast.If, ast.While, ast.IfExp)):

@@ -6,10 +6,11 @@ A statement is dead on ROCm when it sits in a branch whose test is false there (
 (or a broad Exception). Tests that are not platform checks are unknown, so what they guard counts
 as reachable: `if envs.USE_DEEP_GEMM: import deep_gemm` still fails on ROCm when the flag is set.
 """
+
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from tools.scan.catalog import CUDA_ONLY_MODULES
@@ -17,11 +18,40 @@ from tools.scan.catalog import CUDA_ONLY_MODULES
 Tri = bool | None
 
 # Last name component -> its truth on ROCm. `is_cuda_alike` is True on ROCm in vLLM.
-_ROCM_TRUE = {"is_hip", "_is_hip", "is_rocm", "_is_rocm", "IS_ROCM", "IS_HIP", "on_rocm", "is_cuda_alike",
-              "use_rocm", "USE_ROCM", "is_hip_", "_IS_ROCM", "_IS_HIP"}
-_ROCM_FALSE = {"is_cuda", "_is_cuda", "IS_CUDA", "_IS_CUDA", "is_nvidia", "_is_nvidia", "is_npu", "_is_npu",
-               "is_xpu", "_is_xpu", "is_cpu", "_is_cpu", "is_hpu", "_is_hpu", "is_musa", "is_tpu",
-               "TYPE_CHECKING"}
+_ROCM_TRUE = {
+    "is_hip",
+    "_is_hip",
+    "is_rocm",
+    "_is_rocm",
+    "IS_ROCM",
+    "IS_HIP",
+    "on_rocm",
+    "is_cuda_alike",
+    "use_rocm",
+    "USE_ROCM",
+    "is_hip_",
+    "_IS_ROCM",
+    "_IS_HIP",
+}
+_ROCM_FALSE = {
+    "is_cuda",
+    "_is_cuda",
+    "IS_CUDA",
+    "_IS_CUDA",
+    "is_nvidia",
+    "_is_nvidia",
+    "is_npu",
+    "_is_npu",
+    "is_xpu",
+    "_is_xpu",
+    "is_cpu",
+    "_is_cpu",
+    "is_hpu",
+    "_is_hpu",
+    "is_musa",
+    "is_tpu",
+    "TYPE_CHECKING",
+}
 _GENERIC_MODULES = frozenset({"cuda", "nvidia"})
 """Too generic to read an availability check from a function name (`is_cuda_available`)."""
 _HIP_VALUE = "torch.version.hip"
@@ -50,8 +80,11 @@ def _kleene(op: ast.boolop, values: list[Tri]) -> Tri:
 
 
 def _compare(node: ast.Compare) -> Tri:
-    if len(node.ops) != 1 or not isinstance(node.comparators[0], ast.Constant) \
-            or node.comparators[0].value is not None:
+    if (
+        len(node.ops) != 1
+        or not isinstance(node.comparators[0], ast.Constant)
+        or node.comparators[0].value is not None
+    ):
         return None
     name = dotted(node.left)
     if name not in (_HIP_VALUE, _CUDA_VALUE):
@@ -74,15 +107,22 @@ def _availability_check(test: ast.expr) -> bool:
     name = dotted(call).rsplit(".", 1)[-1]
     if name == "find_spec":
         arg = call.args[0] if call.args else None
-        return (isinstance(arg, ast.Constant) and isinstance(arg.value, str)
-                and arg.value.split(".", 1)[0] in CUDA_ONLY_MODULES)
+        return (
+            isinstance(arg, ast.Constant)
+            and isinstance(arg.value, str)
+            and arg.value.split(".", 1)[0] in CUDA_ONLY_MODULES
+        )
     named = any(m in name for m in CUDA_ONLY_MODULES - _GENERIC_MODULES)
     return named and (name.lstrip("_").startswith(("has_", "is_")) or name.endswith("available"))
 
 
 def _availability_truth(test: ast.expr) -> Tri:
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.comparators[0], ast.Constant) \
-            and test.comparators[0].value is None:
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    ):
         # find_spec(...) is None -> True on ROCm; is not None -> False
         return isinstance(test.ops[0], (ast.Is, ast.Eq))
     return False
@@ -136,16 +176,40 @@ class Context:
 
     live: Tri
     import_guarded: bool
+    scope: tuple[str, ...] = ()
+    """Names around it, lowercased without underscores: enclosing defs and classes, and the names
+    and strings its enclosing `if` tests read (`mxfp4_backend == Backend.FLASHINFER_TRTLLM`)."""
 
 
-def statements(body: list[ast.stmt], ctx: Context | None = None) -> Iterator[tuple[ast.stmt, Context]]:
-    """Every statement of a module, nested ones included, with its ROCm context."""
+def _words(test: ast.expr) -> tuple[str, ...]:
+    """The names an `if` test reads; none for an environment toggle (`os.environ.get("USE_DEEP_GEMM")`):
+    a user can set it on ROCm too, so what it guards stays in scope."""
+    nodes = list(ast.walk(test))
+    if any(isinstance(n, ast.Attribute) and dotted(n) in ("os.environ", "os.getenv") for n in nodes):
+        return ()
+    out = []
+    for node in nodes:
+        word = getattr(node, "attr", None) or getattr(node, "id", None)
+        if word is None and isinstance(node, ast.Constant) and isinstance(node.value, str):
+            word = node.value
+        if word:
+            out.append(word.lower().replace("_", ""))
+    return tuple(out)
+
+
+def statements(
+    body: list[ast.stmt], ctx: Context | None = None, wanted: Callable[[ast.stmt], bool] | None = None
+) -> Iterator[tuple[ast.stmt, Context]]:
+    """Every statement of a module, nested ones included, with its ROCm context. `wanted`: a
+    statement it rejects is neither yielded nor entered (nested statements lie within its lines),
+    though an early exit in it still counts for the statements after it."""
     ctx = ctx or Context(True, False)
     live = ctx.live
     for stmt in body:
-        here = Context(live, ctx.import_guarded)
-        yield stmt, here
-        yield from _children(stmt, here)
+        if wanted is None or wanted(stmt):
+            here = Context(live, ctx.import_guarded, ctx.scope)
+            yield stmt, here
+            yield from _children(stmt, here, wanted)
         if isinstance(stmt, ast.If) and not stmt.orelse and exits(stmt.body):
             cond = rocm_truth(stmt.test)
             live = _and(live, None if cond is None else not cond)
@@ -153,26 +217,31 @@ def statements(body: list[ast.stmt], ctx: Context | None = None) -> Iterator[tup
             live = _and(live, rocm_truth(stmt.test))
 
 
-def _children(stmt: ast.stmt, ctx: Context) -> Iterator[tuple[ast.stmt, Context]]:
+def _children(
+    stmt: ast.stmt, ctx: Context, wanted: Callable[[ast.stmt], bool] | None
+) -> Iterator[tuple[ast.stmt, Context]]:
     if isinstance(stmt, ast.If):
         cond = rocm_truth(stmt.test)
-        yield from statements(stmt.body, Context(_and(ctx.live, cond), ctx.import_guarded))
+        scope = ctx.scope + _words(stmt.test)
+        yield from statements(stmt.body, Context(_and(ctx.live, cond), ctx.import_guarded, scope), wanted)
         other = None if cond is None else not cond
-        yield from statements(stmt.orelse, Context(_and(ctx.live, other), ctx.import_guarded))
-    elif isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+        yield from statements(stmt.orelse, Context(_and(ctx.live, other), ctx.import_guarded, scope), wanted)
+    elif isinstance(stmt, (ast.Try, ast.TryStar)):
         guarded = ctx.import_guarded or any(_catches_import_error(h) for h in stmt.handlers)
-        yield from statements(stmt.body, Context(ctx.live, guarded))
+        yield from statements(stmt.body, Context(ctx.live, guarded, ctx.scope), wanted)
         for handler in stmt.handlers:
-            yield from statements(handler.body, ctx)
-        yield from statements(stmt.orelse, ctx)
-        yield from statements(stmt.finalbody, ctx)
+            yield from statements(handler.body, ctx, wanted)
+        yield from statements(stmt.orelse, ctx, wanted)
+        yield from statements(stmt.finalbody, ctx, wanted)
     else:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            ctx = Context(ctx.live, ctx.import_guarded, (*ctx.scope, stmt.name.lower().replace("_", "")))
         for field in ("body", "orelse", "finalbody"):
             inner = getattr(stmt, field, None)
             if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
-                yield from statements(inner, ctx)
+                yield from statements(inner, ctx, wanted)
         for case in getattr(stmt, "cases", []) or []:
-            yield from statements(case.body, ctx)
+            yield from statements(case.body, ctx, wanted)
 
 
 def own_nodes(stmt: ast.stmt) -> Iterator[ast.AST]:
@@ -181,6 +250,8 @@ def own_nodes(stmt: ast.stmt) -> Iterator[ast.AST]:
     while stack:
         node = stack.pop()
         yield node
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, (ast.stmt, ast.ExceptHandler, ast.match_case)):
-                stack.append(child)
+        stack.extend(
+            child
+            for child in ast.iter_child_nodes(node)
+            if not isinstance(child, (ast.stmt, ast.ExceptHandler, ast.match_case))
+        )

@@ -5,6 +5,7 @@ Tree-level facts: a CUDA name that a compat header defines for ROCm (`#define __
 header (transitively); a "CUDA header" that the repo itself provides (a shim) is not reported; and a
 hipifying profile drops what torch's hipify translates.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -12,24 +13,44 @@ import os
 import re
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from functools import lru_cache
 from multiprocessing import get_context
 from pathlib import Path
 
 from tools.cpp.tree import IncludeGraph, seed_for
 from tools.records import Failure
+from tools.scan.cache import PackedResult, ResultCache, pack, seed_key, unpack
 from tools.scan.catalog import IDENTIFIER_RE
 from tools.scan.findings import dedupe_signatures
 from tools.scan.hipify import hipify_translates
+from tools.scan.python_reach import unreachable
+from tools.scan.python_rules import vendor_module
 from tools.scan.rocm_build import BuildList, NotBuilt, real_blocker, summarize_not_built
 from tools.scan.scanner import FileResult, is_scannable, scan_path
 
-SKIP_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".tox", ".venv", "venv",
-                       ".eggs", "site-packages", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
+SKIP_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "__pycache__",
+        "node_modules",
+        ".tox",
+        ".venv",
+        "venv",
+        ".eggs",
+        "site-packages",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+    }
+)
 VENDORED_DIRS = frozenset({"third_party", "3rdparty", "third-party", "thirdparty", "vendor", "external"})
 _HEADER_KINDS = ("cuda_header", "cub", "cuda_std")
-PARALLEL_MIN_FILES = 200
+PARALLEL_MIN_FILES = 1500
+"""Below this, forking workers and shipping results back costs more CPU (and, on a busy machine,
+more wall time) than the scan itself: vLLM's csrc (371 files) scans in ~0.3 s CPU in one process."""
 _CHUNK = 64
 
 
@@ -65,13 +86,14 @@ def excluded(rel: str, patterns: tuple[str, ...]) -> bool:
 
 
 @lru_cache(maxsize=32)
-def _exclusion(patterns: tuple[str, ...]) -> re.Pattern:
+def _exclusion(patterns: tuple[str, ...]) -> re.Pattern[str]:
     forms = [form for p in patterns for form in (p, p.rstrip("/") + "/*", "*/" + p.rstrip("/") + "/*")]
     return re.compile("|".join(fnmatch.translate(form) for form in forms))
 
 
-def discover(root: Path, *, include_vendored: bool = False,
-             exclude: tuple[str, ...] = ()) -> tuple[list[str], list[tuple[str, str]]]:
+def discover(
+    root: Path, *, include_vendored: bool = False, exclude: tuple[str, ...] = ()
+) -> tuple[list[str], list[tuple[str, str]]]:
     """Scannable repo-relative paths under root (sorted, `exclude` globs left out), and unreadable
     directories with reasons. Symlinks are not followed out of the tree."""
     files: list[str] = []
@@ -98,36 +120,36 @@ def discover(root: Path, *, include_vendored: bool = False,
     return files, problems
 
 
-_FIELDS = tuple(f.name for f in fields(Failure))
-_Packed = tuple[str, list[tuple], tuple]
-
-
 def _scan_chunk(root: str, rels: list[str], hipify: bool) -> list[FileResult]:
     return [scan_path(root, rel, hipify=hipify) for rel in rels]
 
 
-def _scan_chunk_packed(root: str, rels: list[str], hipify: bool) -> list[_Packed]:
+def _scan_chunk_packed(root: str, rels: list[str], hipify: bool) -> list[PackedResult]:
     """A worker's results as plain tuples: they pickle and unpickle about twice as fast as
     dataclasses, which matters when a big tree has tens of thousands of findings."""
-    return [(r.path, [tuple(getattr(f, n) for n in _FIELDS) for f in r.findings],
-             tuple(getattr(r, n) for n in _RESULT_FIELDS)) for r in _scan_chunk(root, rels, hipify)]
+    return [pack(r) for r in _scan_chunk(root, rels, hipify)]
 
 
-_RESULT_FIELDS = tuple(f.name for f in fields(FileResult) if f.name not in ("path", "findings"))
+def _scan_all(
+    root: Path, rels: list[str], hipify: bool, jobs: int, cache: ResultCache | None
+) -> list[FileResult]:
+    if cache is None:
+        return _scan_fresh(root, rels, hipify, jobs)
+    stored = {rel: cache.get(rel) for rel in rels}
+    fresh = _scan_fresh(root, [rel for rel, r in stored.items() if r is None], hipify, jobs)
+    for result in fresh:
+        cache.put(result)
+        stored[result.path] = result
+    return [r for r in stored.values() if r is not None]
 
 
-def _unpack(packed: _Packed) -> FileResult:
-    path, findings, rest = packed
-    return FileResult(path, [Failure(*values) for values in findings], *rest)
-
-
-def _scan_all(root: Path, rels: list[str], hipify: bool, jobs: int) -> list[FileResult]:
+def _scan_fresh(root: Path, rels: list[str], hipify: bool, jobs: int) -> list[FileResult]:
     if jobs <= 1 or len(rels) < PARALLEL_MIN_FILES:
         return _scan_chunk(str(root), rels, hipify)
-    chunks = [rels[i:i + _CHUNK] for i in range(0, len(rels), _CHUNK)]
+    chunks = [rels[i : i + _CHUNK] for i in range(0, len(rels), _CHUNK)]
     with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork")) as pool:
         parts = pool.map(_scan_chunk_packed, [str(root)] * len(chunks), chunks, [hipify] * len(chunks))
-        return [_unpack(packed) for part in parts for packed in part]
+        return [unpack(packed) for part in parts for packed in part]
 
 
 class _TreeView(IncludeGraph):
@@ -135,12 +157,13 @@ class _TreeView(IncludeGraph):
 
     def __init__(self, results: dict[str, FileResult]):
         super().__init__(results)
+        self.results = results
         self._visible: dict[str, set[str]] = {}
 
     def visible_names(self, rel: str) -> set[str]:
         """CUDA names defined for ROCm by the file and everything it includes."""
         if rel not in self._visible:
-            self._visible[rel] = set().union(*(self.files[p].provides for p in self.closure(rel)))
+            self._visible[rel] = set().union(*(self.results[p].provides for p in self.closure(rel)))
         return self._visible[rel]
 
 
@@ -161,7 +184,9 @@ def _work(f: Failure) -> bool:
     return f.kind != "warp_size" or real_blocker(f)
 
 
-def _rescan_with_header_macros(root: Path, results: dict[str, FileResult], hipify: bool) -> None:
+def _rescan_with_header_macros(
+    root: Path, results: dict[str, FileResult], hipify: bool, cache: ResultCache | None
+) -> None:
     """Scan again, with the macros its headers define, each file whose `#if`s read one of them
     (`#if VLLM_FP8_CVT_X2` where core/cuda_compat.h defines it per build). Few files qualify."""
     graph = IncludeGraph(results)
@@ -170,18 +195,35 @@ def _rescan_with_header_macros(root: Path, results: dict[str, FileResult], hipif
         if not result.condition_names:
             continue
         seed = seed_for(graph, rel, exports)
-        seed = {name: pair for name, pair in seed.items() if name in result.condition_names
-                and (pair[0].defined is not None or pair[1].defined is not None)}
-        if seed:
-            results[rel] = scan_path(root, rel, hipify=hipify, seed=seed)
+        seed = {
+            name: pair
+            for name, pair in seed.items()
+            if name in result.condition_names and (pair[0].defined is not None or pair[1].defined is not None)
+        }
+        if not seed:
+            continue
+        key = seed_key(seed)
+        stored = cache.get(rel, key) if cache is not None else None
+        results[rel] = stored or scan_path(root, rel, hipify=hipify, seed=seed)
+        if cache is not None and stored is None:
+            cache.put(results[rel], key)
 
 
-def scan_tree(path: str | Path, *, hipify: bool = False, jobs: int | None = None,
-              include_vendored: bool = False, root: str | Path | None = None, exclude: tuple[str, ...] = (),
-              build: BuildList | None = None, select: tuple[str, ...] = ()) -> ScanReport:
+def scan_tree(
+    path: str | Path,
+    *,
+    hipify: bool = False,
+    jobs: int | None = None,
+    include_vendored: bool = False,
+    root: str | Path | None = None,
+    exclude: tuple[str, ...] = (),
+    build: BuildList | None = None,
+    select: tuple[str, ...] = (),
+    cache_dir: Path | None = None,
+) -> ScanReport:
     """Scan a directory (or one file, named relative to `root`) and return findings plus skip notes.
     With a ROCm build list, findings outside the files it compiles go to `not_built`; `select`
-    keeps only those kinds."""
+    keeps only those kinds; with `cache_dir`, files unchanged since the last scan are not read."""
     started = time.perf_counter()
     target = Path(path)
     if not target.exists():
@@ -192,27 +234,46 @@ def scan_tree(path: str | Path, *, hipify: bool = False, jobs: int | None = None
             rel = target.resolve().relative_to(base.resolve()).as_posix()
         except ValueError as exc:
             raise ScanError(f"{path} is not inside {base}") from exc
-        root, rels, problems = base, [rel], []
+        root, rels = base, [rel]
+        problems: list[tuple[str, str]] = []
     else:
         root = target
         rels, problems = discover(root, include_vendored=include_vendored, exclude=exclude)
     jobs = jobs if jobs is not None else min(len(os.sched_getaffinity(0)), 8)
-    results = {r.path: r for r in _scan_all(root, rels, hipify, jobs)}
-    _rescan_with_header_macros(root, results, hipify)
+    cache = ResultCache(cache_dir, root, hipify) if cache_dir is not None else None
+    results = {r.path: r for r in _scan_all(root, rels, hipify, jobs, cache)}
+    _rescan_with_header_macros(root, results, hipify, cache)
+    if cache is not None:
+        cache.save()
     graph = _TreeView(results)
     reachable = graph.rocm_reachable()
     compiled, rocm_only = reachable, set()
     if build is not None:
-        compiled = graph.rocm_reachable(build.units - build.rocm_only) | {p for p in results if build.in_build(p)}
+        compiled = graph.rocm_reachable(build.units - build.rocm_only) | {
+            p for p in results if build.in_build(p)
+        }
         rocm_only = graph.rocm_reachable(build.rocm_only) - compiled
-    kept = [f for r in results.values() if r.path in reachable for f in r.findings
-            if (not select or f.kind in select) and _keep(f, graph, hipify)]
+    imports = {r.path: r.imports for r in results.values() if r.path.endswith(".py")}
+    reachable = reachable - unreachable(imports, vendor_module)
+    kept = [
+        f
+        for r in results.values()
+        if r.path in reachable
+        for f in r.findings
+        if (not select or f.kind in select) and _keep(f, graph, hipify)
+    ]
     in_build = [f for f in kept if f.file in compiled and (build is None or real_blocker(f))]
     outside = [f for f in kept if f.file not in compiled and f.file not in rocm_only and _work(f)]
-    report = ScanReport(str(root), dedupe_signatures(in_build), len(rels),
-                        sorted(problems + [(r.path, r.note) for r in results.values() if r.note]), hipify,
-                        build=build.described if build else None,
-                        not_built=summarize_not_built(outside), outside_build=dedupe_signatures(outside),
-                        rocm_only=len(rocm_only | {r.path for r in results.values() if r.rocm_only}))
+    report = ScanReport(
+        str(root),
+        dedupe_signatures(in_build),
+        len(rels),
+        sorted(problems + [(r.path, r.note) for r in results.values() if r.note]),
+        hipify,
+        build=build.described if build else None,
+        not_built=summarize_not_built(outside),
+        outside_build=dedupe_signatures(outside),
+        rocm_only=len(rocm_only | {r.path for r in results.values() if r.rocm_only}),
+    )
     report.seconds = round(time.perf_counter() - started, 3)
     return report

@@ -5,6 +5,7 @@ ROCm build compiles are its translation units plus the repo headers they include
 compiles the include. Findings there are real blockers; findings elsewhere are summarised per file
 ("not in the ROCm build": what adding it to the build would take).
 """
+
 from __future__ import annotations
 
 import os
@@ -18,7 +19,7 @@ from tools.records import Failure
 from tools.scan.build_lists import cmake_sources, setup_py_sources
 
 if TYPE_CHECKING:
-    from agent.profiles import RocmSources
+    from tools.rocm_sources import RocmSources
 
 DEFAULT_PROFILE_EXCLUDES = ("tests", "test", "benchmarks", "docs", "examples")
 """Directories a framework profile leaves out unless asked: no ROCm build compiles them."""
@@ -44,6 +45,7 @@ class BuildList:
         if self.source_root is None:  # the native sources lie outside the scanned directory
             return True
         return not (self.source_root == "" or rel.startswith(self.source_root + "/"))
+
     """Units only the ROCm build lists (the CUDA build's list lacks them): ROCm code, no findings."""
     """Where the list came from, for the report ('CMakeLists.txt with VLLM_GPU_LANG=HIP')."""
 
@@ -82,7 +84,9 @@ def read_build_list(scan_dir: Path, spec: RocmSources) -> BuildList | None:
         return None
     if spec.cmake:
         units = cmake_sources(repo, spec.cmake, spec.variables)
-        rocm_only = units - cmake_sources(repo, spec.cmake, spec.cuda_variables) if spec.cuda_variables else set()
+        rocm_only = (
+            units - cmake_sources(repo, spec.cmake, spec.cuda_variables) if spec.cuda_variables else set()
+        )
         settings = " ".join(f"{k}={v}" for k, v in spec.variables.items())
         described = f"{spec.cmake} targets with {settings}".strip()
     else:
@@ -100,18 +104,30 @@ def _source_root(units: set[str], prefix: str) -> str | None:
         return "" if common in ("", ".") else common
     if common == prefix or prefix.startswith(common + "/") or common in ("", "."):
         return ""
-    return common[len(prefix) + 1:] if common.startswith(prefix + "/") else None
+    return common[len(prefix) + 1 :] if common.startswith(prefix + "/") else None
 
 
 def _under(paths: set[str], prefix: str) -> set[str]:
     """Repo-relative paths made relative to the scanned directory `prefix` (others dropped)."""
     if prefix == ".":
         return set(paths)
-    return {p[len(prefix) + 1:] for p in paths if p.startswith(prefix + "/")}
+    return {p[len(prefix) + 1 :] for p in paths if p.startswith(prefix + "/")}
 
 
-_CERTAIN_KINDS = frozenset({"cuda_header", "cub", "cuda_std", "cuda_only_dep", "inline_ptx", "bf16_type",
-                            "fp16_type", "fp8_type", "stream_api", "cublas"})
+_CERTAIN_KINDS = frozenset(
+    {
+        "cuda_header",
+        "cub",
+        "cuda_std",
+        "cuda_only_dep",
+        "inline_ptx",
+        "bf16_type",
+        "fp16_type",
+        "fp8_type",
+        "stream_api",
+        "cublas",
+    }
+)
 """In shared code these do not compile on ROCm (missing header, undeclared name, PTX)."""
 
 
@@ -147,7 +163,7 @@ def _blocker(f: Failure) -> str | None:
 def summarize_not_built(findings: list[Failure]) -> list[NotBuilt]:
     """Per file: finding counts by kind and the constructs that need a real port."""
     by_file: dict[str, NotBuilt] = {}
-    counts: dict[str, Counter] = {}
+    counts: dict[str, Counter[str]] = {}
     for f in findings:
         entry = by_file.setdefault(f.file or "", NotBuilt(f.file or ""))
         counts.setdefault(entry.path, Counter())[f.kind] += 1

@@ -4,6 +4,7 @@ GitHub reads tool.driver.name/rules, result ruleId/level/message/locations (a re
 artifactLocation.uri and a region with startLine/startColumn) and partialFingerprints to follow a
 result across commits; the fingerprint here is the finding's signature, which holds no line number.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -15,49 +16,62 @@ SARIF_VERSION = "2.1.0"
 
 RULE_HELP: dict[str, str] = {
     "cuda_header": "A CUDA toolkit header is included outside a ROCm branch. Add an `#ifdef USE_ROCM` "
-                   "branch with the HIP header (hip/hip_runtime.h, hip/hip_bf16.h, ...); leave the CUDA "
-                   "branch untouched. Driver-API headers (cuda.h, cudaTypedefs.h) have no 1:1 HIP header.",
+    "branch with the HIP header (hip/hip_runtime.h, hip/hip_bf16.h, ...); leave the CUDA "
+    "branch untouched. Driver-API headers (cuda.h, cudaTypedefs.h) have no 1:1 HIP header.",
     "cub": "CUB is CUDA-only. Include hipcub/hipcub.hpp and alias the namespace under USE_ROCM.",
     "cuda_std": "libcu++ (cuda/std/...) is CUDA-only. Host-compatible traits map to the std headers; "
-                "cuda::atomic and friends need libhipcxx or an exclusion.",
+    "cuda::atomic and friends need libhipcxx or an exclusion.",
     "warp_intrinsic": "CUDA warp intrinsic. Route it through one compat macro; ROCm shuffles default to "
-                      "width 64, so a kernel that treats 32 lanes as a warp must pass width 32.",
+    "width 64, so a kernel that treats 32 lanes as a warp must pass width 32.",
     "warp_size": "A literal assumes 32 lanes per warp. Derive lane masks, `% 32`, `>> 5` and `[32]` "
-                 "extents from one warp-size source; CDNA wavefronts have 64 lanes.",
+    "extents from one warp-size source; CDNA wavefronts have 64 lanes.",
     "inline_ptx": "Inline PTX does not assemble for AMD GPUs. Bit-logic PTX becomes plain C; tensor-core "
-                  "PTX (mma, ldmatrix, cp.async) needs an MFMA rewrite or an exclusion.",
+    "PTX (mma, ldmatrix, cp.async) needs an MFMA rewrite or an exclusion.",
     "bf16_type": "CUDA bf16 type. Use __hip_bfloat16 through a typedef under USE_ROCM (not the rocBLAS "
-                 "hip_bfloat16 the compiler suggests).",
+    "hip_bfloat16 the compiler suggests).",
     "fp16_type": "CUDA-specific half type. Use __half/__half2 from hip/hip_fp16.h under USE_ROCM.",
     "fp8_type": "CUDA fp8 type. Key the ROCm type on HIP_FP8_TYPE_FNUZ / HIP_FP8_TYPE_OCP: gfx942 is "
-                "fnuz, gfx950 is OCP e4m3fn.",
+    "fnuz, gfx950 is OCP e4m3fn.",
     "stream_api": "CUDA runtime or driver API outside a ROCm branch. Runtime calls have hip* twins; the "
-                  "driver entry-point/TMA API (cuGetProcAddress, cuTensorMapEncode*) has none: guard it.",
+    "driver entry-point/TMA API (cuGetProcAddress, cuTensorMapEncode*) has none: guard it.",
     "cublas": "cuBLAS API. Use hipBLAS (hipblas* names, hipDataType on ROCm 7).",
     "cuda_only_dep": "A CUDA-only Python dependency or gate runs on ROCm. Guard by platform first, "
-                     "catch import errors, and fall back to triton/torch.",
+    "catch import errors, and fall back to triton/torch.",
     "fp8_layout": "float8_e4m3fn with no fnuz handling. On gfx942 normalise e4m3fn weights and scales "
-                  "after load; never on gfx950.",
+    "after load; never on gfx950.",
 }
 _LEVELS = {"inline_ptx": "warning", "warp_size": "warning", "fp8_layout": "warning"}
 
 
 def _rule(kind: str) -> dict[str, Any]:
     text = RULE_HELP.get(kind, f"{kind}: a CUDA-only construct that a ROCm build trips on.")
-    return {"id": kind, "name": kind, "shortDescription": {"text": text.split(". ")[0].rstrip(".") + "."},
-            "fullDescription": {"text": text}, "help": {"text": text, "markdown": text},
-            "defaultConfiguration": {"level": _LEVELS.get(kind, "error")},
-            "properties": {"tags": ["rocm", "portability"]}}
+    return {
+        "id": kind,
+        "name": kind,
+        "shortDescription": {"text": text.split(". ")[0].rstrip(".") + "."},
+        "fullDescription": {"text": text},
+        "help": {"text": text, "markdown": text},
+        "defaultConfiguration": {"level": _LEVELS.get(kind, "error")},
+        "properties": {"tags": ["rocm", "portability"]},
+    }
 
 
 def _result(f: Failure, rule_index: dict[str, int]) -> dict[str, Any]:
     fix = f.facts.get("fix_family", "")
     region = {"startLine": max(1, f.line or 1), "startColumn": max(1, f.column or 1)}
     return {
-        "ruleId": f.kind, "ruleIndex": rule_index[f.kind], "level": _LEVELS.get(f.kind, "error"),
+        "ruleId": f.kind,
+        "ruleIndex": rule_index[f.kind],
+        "level": _LEVELS.get(f.kind, "error"),
         "message": {"text": f"{f.message} (fix family: {fix})" if fix else f.message},
-        "locations": [{"physicalLocation": {"artifactLocation": {"uri": f.file or "", "uriBaseId": "%SRCROOT%"},
-                                            "region": region}}],
+        "locations": [
+            {
+                "physicalLocation": {
+                    "artifactLocation": {"uri": f.file or "", "uriBaseId": "%SRCROOT%"},
+                    "region": region,
+                }
+            }
+        ],
         "partialFingerprints": {"rocportSignature/v1": f.signature},
         "properties": {"symbol": f.symbol, "fixFamily": fix},
     }
@@ -70,11 +84,16 @@ def to_sarif(findings: list[Failure], *, version: str = "0") -> dict[str, Any]:
     return {
         "$schema": SARIF_SCHEMA,
         "version": SARIF_VERSION,
-        "runs": [{
-            "tool": {"driver": {"name": "rocport", "version": version,
-                                "rules": [_rule(k) for k in kinds]}},
-            "originalUriBaseIds": {"%SRCROOT%": {"description": {"text": "The scanned repository root."}}},
-            "results": [_result(f, rule_index) for f in findings],
-            "columnKind": "unicodeCodePoints",
-        }],
+        "runs": [
+            {
+                "tool": {
+                    "driver": {"name": "rocport", "version": version, "rules": [_rule(k) for k in kinds]}
+                },
+                "originalUriBaseIds": {
+                    "%SRCROOT%": {"description": {"text": "The scanned repository root."}}
+                },
+                "results": [_result(f, rule_index) for f in findings],
+                "columnKind": "unicodeCodePoints",
+            }
+        ],
     }

@@ -1,4 +1,5 @@
 """Scan one file: read it once, pre-filter with one bytes regex, then run the C++ or Python rules."""
+
 from __future__ import annotations
 
 import os
@@ -6,17 +7,33 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools.cpp.conditions import cuda_config, rocm_config
+from tools.cpp.build_configs import Macro, cuda_config, rocm_config
 from tools.cpp.lines import rocm_only_file
 from tools.cpp.preprocessor import Seed, walk
 from tools.cpp.source import SourceText
 from tools.files import NotRegularFile, read_regular
 from tools.records import Failure
+from tools.scan.instantiation import skip_spans, uninstantiated_bodies
 from tools.scan.patterns import cpp_findings
+from tools.scan.python_reach import imported_names
 from tools.scan.python_rules import may_have_findings, python_findings
 
-CPP_SUFFIXES = (".hip", ".cu", ".cuh", ".h", ".hpp", ".hh", ".hxx", ".cc", ".cpp", ".cxx", ".c", ".inl", ".ipp",
-                ".tcc")
+CPP_SUFFIXES = (
+    ".hip",
+    ".cu",
+    ".cuh",
+    ".h",
+    ".hpp",
+    ".hh",
+    ".hxx",
+    ".cc",
+    ".cpp",
+    ".cxx",
+    ".c",
+    ".inl",
+    ".ipp",
+    ".tcc",
+)
 PY_SUFFIXES = (".py",)
 _KERNEL_SUFFIXES = (".cu", ".cuh", ".hip")
 _DIRECTIVES = re.compile(rb"#[ \t]*(?:define|include)\b")
@@ -47,12 +64,14 @@ class FileResult:
     """Headers it includes only where the ROCm build does not compile (`#ifndef USE_ROCM`)."""
     note: str | None = None
     """Why it was skipped or only partly scanned (binary, too large, unreadable, not Python)."""
-    exports: dict = field(default_factory=dict)
+    exports: dict[str, tuple[Macro, Macro]] = field(default_factory=dict)
     """Macros the file leaves defined, (ROCm, CUDA) per name: what files including it see."""
     condition_names: set[str] = field(default_factory=set)
     """Identifiers its #if conditions read: a rescan with header macros matters only if one is seeded."""
     rocm_only: bool = False
     """Only the ROCm build compiles it (.hip, rocm/ directory, unguarded hip/*.h include)."""
+    imports: list[str] = field(default_factory=list)
+    """Python: the dotted names its import statements name (see python_reach)."""
 
 
 def is_scannable(rel: str) -> bool:
@@ -79,11 +98,17 @@ def scan_source(rel: str, data: bytes, *, hipify: bool = False, seed: Seed | Non
     `seed`: macros from the headers it includes (see tools.cpp.tree)."""
     result = FileResult(rel)
     is_python = rel.endswith(PY_SUFFIXES)
-    if is_python and not may_have_findings(data):
-        return result
+    if is_python:
+        result.imports = imported_names(rel, data)
+        if not may_have_findings(data, result.imports):
+            return result
     # Kernel files nearly always hold a candidate, so the extra pass would only cost time there.
-    if not is_python and not rel.endswith(_KERNEL_SUFFIXES) and not _DIRECTIVES.search(data) \
-            and not CPP_CANDIDATES.search(data):
+    if (
+        not is_python
+        and not rel.endswith(_KERNEL_SUFFIXES)
+        and not _DIRECTIVES.search(data)
+        and not CPP_CANDIDATES.search(data)
+    ):
         return result
     src = SourceText(rel, data.decode("utf-8", "surrogateescape"))
     if is_python:
@@ -95,7 +120,10 @@ def scan_source(rel: str, data: bytes, *, hipify: bool = False, seed: Seed | Non
     if result.rocm_only:
         result.includes = [inc.header for inc in regions.includes if inc.rocm is not False]
         return result
-    result.findings, result.provides = cpp_findings(src, regions)
+    # Detectors see template bodies the ROCm build never instantiates as skipped; includes and
+    # exported macros are the preprocessor's (a #define holds whether or not the body is compiled).
+    compiled = skip_spans(regions, uninstantiated_bodies(rel, src.masked, regions))
+    result.findings, result.provides = cpp_findings(src, compiled)
     result.includes = [inc.header for inc in regions.includes if inc.rocm is not False]
     result.cuda_includes = [inc.header for inc in regions.includes if inc.rocm is False]
     return result

@@ -4,19 +4,31 @@ HIP's `__shfl_xor_sync`, `__ballot_sync`, ... (ROCm 6.2+) static_assert a 64-bit
 literal (`0xffffffff`, `~0u`, `unsigned(-1)`) or a macro the ROCm build defines to one is a certain
 compile error; a 64-bit one (vLLM's `FINAL_MASK` under USE_ROCM) is the project's ROCm code working.
 """
+
 from __future__ import annotations
 
 import re
 
-from tools.cpp.conditions import evaluate, rocm_config
+from tools.cpp.build_configs import rocm_config
+from tools.cpp.conditions import evaluate
 from tools.cpp.preprocessor import Regions
 
 _LITERAL = re.compile(r"(0[xX][0-9a-fA-F]+|\d+)([uUlL]*)$")
 _WIDE = re.compile(r"\b(?:u?int64_t|unsigned\s+long\s+long|long\s+long|size_t|uint64|ull|ULL)\b|ull\b|ULL\b")
 _NARROW_CAST = re.compile(r"^(?:unsigned|uint32_t|unsigned\s+int|int)\s*\(\s*-\s*1\s*\)$|^~0[uU]?$|^-1[uU]?$")
-HIP_LACKS = frozenset({"__match_any_sync", "__match_all_sync", "__reduce_add_sync", "__reduce_min_sync",
-                       "__reduce_max_sync", "__reduce_and_sync", "__reduce_or_sync", "__reduce_xor_sync",
-                       "__uni_sync"})
+HIP_LACKS = frozenset(
+    {
+        "__match_any_sync",
+        "__match_all_sync",
+        "__reduce_add_sync",
+        "__reduce_min_sync",
+        "__reduce_max_sync",
+        "__reduce_and_sync",
+        "__reduce_or_sync",
+        "__reduce_xor_sync",
+        "__uni_sync",
+    }
+)
 """Warp intrinsics with no HIP counterpart at all."""
 
 
@@ -35,7 +47,7 @@ def call_arguments(masked: str, open_paren: int, limit: int = 600) -> list[str]:
         elif ch == "," and depth == 1:
             out.append(masked[start:i].strip())
             start = i + 1
-    out.append(masked[start:min(len(masked), open_paren + limit)].strip())
+    out.append(masked[start : min(len(masked), open_paren + limit)].strip())
     return out
 
 

@@ -5,9 +5,11 @@ a lane/warp/thread-index name (`threadIdx.x`, `tid`, `lane_id`, `warp_idx`), or 
 assigned to a lane/warp name, or the name being defined is a warp size, or the line is about a
 mask, or the `__shared__` array is per-warp. Each occurrence is its own finding.
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from tools.cpp.preprocessor import Regions, region_name
 from tools.cpp.source import SourceText
@@ -16,30 +18,59 @@ from tools.scan.catalog import Construct
 from tools.scan.findings import make_finding
 from tools.scan.warp_masks import call_arguments
 
-_SOURCE = Construct("warp_size", "warp_size_source",
-                    "assumes 32 lanes; CDNA wavefronts have 64 (derive it from one warp-size source)")
+_SOURCE = Construct(
+    "warp_size",
+    "warp_size_source",
+    "assumes 32 lanes; CDNA wavefronts have 64 (derive it from one warp-size source)",
+)
+Candidate = tuple[int, str, Construct]
+"""(offset, symbol, construct) of one warp-size literal."""
 _CONST = Construct("warp_size", "warp_size_source", "warpSize is not a constant expression on ROCm 7+")
-_VALID = {("%", "32"), ("&", "31"), ("&", "0x1f"), (">>", "5"), ("/", "32")}
-# Each search is anchored on a literal or operator so the engine skips most text in C.
-_OP_LITERAL = re.compile(r"(%|&(?!&)|>>|/)[ \t]*(0[xX]1[fF]|32|31|5)[uU]?\b(?![ \t]*\.)")
+# Each search is anchored on a literal or operator so the engine skips most text in C; one pattern
+# per operator holds only the literals that make lane arithmetic with it (`% 32`, `& 31`, `>> 5`).
+_OP_LITERALS = tuple(
+    re.compile(op + r"[ \t]*(" + literals + r")[uU]?\b(?![ \t]*\.)")
+    for op, literals in (("%", "32"), ("/", "32"), ("&(?!&)", "0[xX]1[fF]|31"), (">>", "5"))
+)
 _THIRTY_TWO = re.compile(r"32[uU]?\b(?![ \t]*[.*/+-])")
 _DEFINE_HEAD = re.compile(r"[ \t]*#[ \t]*define[ \t]+(\w+)$")
 _LANE_TARGET = re.compile(r"\b\w*(?:lane|warp|Lane|Warp|LANE|WARP)\w*[ \t]*(?:=(?!=)|\{)")
-_WARP_NAME = re.compile(r"warp_?size|warpsize|threads_?per_?warp|warp_?threads|lanes_?per_?warp", re.IGNORECASE)
+_WARP_NAME = re.compile(
+    r"warp_?size|warpsize|threads_?per_?warp|warp_?threads|lanes_?per_?warp", re.IGNORECASE
+)
 _FULL_MASK = re.compile(r"0[xX][fF]{8}(?![0-9a-fA-F])")
 _SHARED_32 = re.compile(r"__shared__[^;]*?\b(?P<name>\w+)\s*\[\s*(?P<lit>32)\s*\]")
-_CONST_WARPSIZE = re.compile(r"\b(?:constexpr|static_assert)\b[^;{]*?\b(?P<lit>warpSize)\b"
-                             r"|<\s*(?P<targ>warpSize)\s*[,>]")
-_INDEX_NAMES = {"tid", "tidx", "ltid", "lid", "thread_id", "threadid", "thread_idx", "threadidx",
-                "local_tid", "local_id", "thread", "t_id"}
+_CONST_WARPSIZE = re.compile(
+    r"\b(?:constexpr|static_assert)\b[^;{]*?\b(?P<lit>warpSize)\b"
+    r"|<\s*(?P<targ>warpSize)\s*[,>]"
+)
+_INDEX_NAMES = {
+    "tid",
+    "tidx",
+    "ltid",
+    "lid",
+    "thread_id",
+    "threadid",
+    "thread_idx",
+    "threadidx",
+    "local_tid",
+    "local_id",
+    "thread",
+    "t_id",
+}
 _SYNC_CALL = re.compile(r"_sync\s*\(|__ballot|__activemask")
 _WINDOW = 160
 
 
 def _warp_operand(name: str) -> bool:
     low = name.lower()
-    return (low in _INDEX_NAMES or "lane" in low or "warp" in low or low.endswith("_tid")
-            or low.startswith("tid_"))
+    return (
+        low in _INDEX_NAMES
+        or "lane" in low
+        or "warp" in low
+        or low.endswith("_tid")
+        or low.startswith("tid_")
+    )
 
 
 def _operand_before(text: str) -> str:
@@ -61,29 +92,28 @@ def _line(masked: str, pos: int) -> tuple[str, int]:
     return (masked[start:] if end < 0 else masked[start:end]), start
 
 
-def _lane_arithmetic(masked: str):
-    for m in _OP_LITERAL.finditer(masked):
-        op, lit = m.group(1), m.group(2).lower()
-        if (op, lit) not in _VALID:
-            continue
-        window = masked[max(0, m.start() - _WINDOW):m.start()]
+def _lane_arithmetic(masked: str) -> Iterator[Candidate]:
+    found = [m for pattern in _OP_LITERALS for m in pattern.finditer(masked)]
+    for m in sorted(found, key=lambda m: m.start()):
+        op = masked[m.start() : m.start(1)].rstrip(" \t")
+        window = masked[max(0, m.start() - _WINDOW) : m.start()]
         operand = _operand_before(window)
         if operand.startswith("threadIdx.") or (operand and _warp_operand(operand)):
-            yield m.start(2), f"{op} {m.group(2)}", _SOURCE
+            yield m.start(1), f"{op} {m.group(1)}", _SOURCE
             continue
-        statement = window[max(window.rfind(";"), window.rfind("{"), window.rfind("}")) + 1:]
+        statement = window[max(window.rfind(";"), window.rfind("{"), window.rfind("}")) + 1 :]
         if _LANE_TARGET.search(statement):
-            yield m.start(2), f"{op} {m.group(2)}", _SOURCE
+            yield m.start(1), f"{op} {m.group(1)}", _SOURCE
 
 
-def _warp_size_definitions(masked: str):
+def _warp_size_definitions(masked: str) -> Iterator[Candidate]:
     """`#define WARP_SIZE 32`, `constexpr int kWarpSize = 32`, `int warp_size{32}`: plain string
     checks first, because a 32 is on almost every other line of a kernel."""
     for m in _THIRTY_TWO.finditer(masked):
         pos = m.start()
         if pos and (masked[pos - 1].isalnum() or masked[pos - 1] in "_."):
             continue
-        before = masked[max(0, pos - _WINDOW):pos].rstrip(" \t(")
+        before = masked[max(0, pos - _WINDOW) : pos].rstrip(" \t(")
         if not before:
             continue
         last = before[-1]
@@ -100,7 +130,7 @@ def _warp_size_definitions(masked: str):
             yield pos, name, _SOURCE
 
 
-def _candidates(masked: str):
+def _candidates(masked: str) -> Iterator[Candidate]:
     """(offset, symbol, construct) for every warp-size literal with warp context."""
     yield from _lane_arithmetic(masked)
     yield from _warp_size_definitions(masked)
@@ -116,15 +146,39 @@ def _candidates(masked: str):
             name = m.group("name")
             if per_warp_file or "warp" in name.lower() or "lane" in name.lower():
                 yield m.start("lit"), f"{name}[32]", _SOURCE
-    if "warpSize" in masked:
-        for m in _CONST_WARPSIZE.finditer(masked):
-            yield m.start("lit") if m.group("lit") else m.start("targ"), "warpSize", _CONST
+    for pos in const_warpsize_uses(masked):
+        yield pos, "warpSize", _CONST
+
+
+def const_warpsize_uses(masked: str) -> Iterator[int]:
+    """Offsets of `warpSize` where _CONST_WARPSIZE.finditer would report it. That pattern has no
+    literal prefix (the engine would test every character of the file), but a match never crosses
+    ';' or '{' and ends at a `warpSize` (plus blanks and one character): so it is searched only in
+    the stretch from the statement start to each occurrence."""
+    pos, at = 0, masked.find("warpSize")
+    while at >= 0:
+        if at >= pos:
+            start = max(pos, masked.rfind(";", pos, at) + 1, masked.rfind("{", pos, at) + 1)
+            end = at + len("warpSize")
+            while end < len(masked) and masked[end].isspace():
+                end += 1
+            m = _CONST_WARPSIZE.search(masked[start : end + 1])
+            if m:
+                yield start + (m.start("lit") if m.group("lit") else m.start("targ"))
+                pos = start + m.end()
+        at = masked.find("warpSize", at + 1)
 
 
 # Anchored on the literal "__" (no leading \b) so the engine can skip to candidates.
 _LANE_SENSITIVE = re.compile(r"__(shfl(?:_up|_down)?(?:_sync)?|ballot(?:_sync)?|activemask)[ \t]*\(")
-_WIDTH_ARG = {"__shfl": 3, "__shfl_up": 3, "__shfl_down": 3, "__shfl_sync": 4, "__shfl_up_sync": 4,
-              "__shfl_down_sync": 4}
+_WIDTH_ARG = {
+    "__shfl": 3,
+    "__shfl_up": 3,
+    "__shfl_down": 3,
+    "__shfl_sync": 4,
+    "__shfl_up_sync": 4,
+    "__shfl_down_sync": 4,
+}
 """Argument count at which a shuffle names its width: with it, 32-lane groups stay 32-lane on ROCm."""
 _NEAR_LINES = 40
 
@@ -158,8 +212,16 @@ def warp_size_findings(src: SourceText, regions: Regions) -> list[Failure]:
         if sensitive is None:
             sensitive = [src.line_col(p)[0] for p in lane_sensitive_lines(src.masked, regions)]
         line = src.line_col(pos)[0]
-        out.append(make_finding(src, pos, construct, symbol,
-                                f"warp-size literal `{symbol}`: {construct.note}",
-                                region=region_name(*regions.at(pos)), per_occurrence=True,
-                                facts={"near_collective": any(abs(line - s) <= _NEAR_LINES for s in sensitive)}))
+        out.append(
+            make_finding(
+                src,
+                pos,
+                construct,
+                symbol,
+                f"warp-size literal `{symbol}`: {construct.note}",
+                region=region_name(*regions.at(pos)),
+                per_occurrence=True,
+                facts={"near_collective": any(abs(line - s) <= _NEAR_LINES for s in sensitive)},
+            )
+        )
     return out

@@ -6,6 +6,7 @@ A safetensors file starts with an 8-byte little-endian header length and a JSON 
 data, so a 700B checkpoint's names load from its index in milliseconds and its shapes from one
 header read per shard.
 """
+
 from __future__ import annotations
 
 import json
@@ -13,6 +14,7 @@ import struct
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 INDEX_NAME = "model.safetensors.index.json"
 # A header larger than this is not a safetensors header (the format caps it at 100 MB).
@@ -41,7 +43,7 @@ class Checkpoint:
     root: Path
     tensors: dict[str, TensorInfo]
     shards: list[str] = field(default_factory=list)
-    config: dict = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
     has_shapes: bool = False
 
     @property
@@ -64,18 +66,25 @@ def read_header(path: Path) -> dict[str, TensorInfo]:
         with path.open("rb") as fh:
             size_bytes = fh.read(8)
             if len(size_bytes) < 8:
-                raise CheckpointError(f"{path}: truncated safetensors file (no header length); "
-                                      f"re-download this shard")
+                raise CheckpointError(
+                    f"{path}: truncated safetensors file (no header length); re-download this shard"
+                )
             (size,) = struct.unpack("<Q", size_bytes)
             if size > MAX_HEADER_BYTES:
-                raise CheckpointError(f"{path}: header length {size} is not a safetensors header; "
-                                      f"the file is corrupt or not safetensors, re-download it")
+                raise CheckpointError(
+                    f"{path}: header length {size} is not a safetensors header; "
+                    f"the file is corrupt or not safetensors, re-download it"
+                )
             raw = fh.read(size)
             data_bytes = path.stat().st_size - 8 - size
     except OSError as exc:
-        raise CheckpointError(f"{path}: cannot read ({exc.strerror}); check the path and permissions") from exc
+        raise CheckpointError(
+            f"{path}: cannot read ({exc.strerror}); check the path and permissions"
+        ) from exc
     if len(raw) < size:
-        raise CheckpointError(f"{path}: truncated header ({len(raw)} of {size} bytes); re-download this shard")
+        raise CheckpointError(
+            f"{path}: truncated header ({len(raw)} of {size} bytes); re-download this shard"
+        )
     try:
         header = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -87,27 +96,35 @@ def read_header(path: Path) -> dict[str, TensorInfo]:
         if name == "__metadata__":
             continue
         if not isinstance(meta, dict) or "dtype" not in meta or "shape" not in meta:
-            raise CheckpointError(f"{path}: tensor {name!r} has no dtype/shape in the header; "
-                                  f"re-download this shard")
+            raise CheckpointError(
+                f"{path}: tensor {name!r} has no dtype/shape in the header; re-download this shard"
+            )
         _check_extent(path, name, meta.get("data_offsets"), data_bytes)
         tensors[name] = TensorInfo(name, path.name, meta["dtype"], meta["shape"])
     return tensors
 
 
-def _check_extent(path: Path, name: str, offsets, data_bytes: int) -> None:
+def _check_extent(path: Path, name: str, offsets: object, data_bytes: int) -> None:
     """A tensor's data_offsets [begin, end) must lie inside the file's data section: a header that claims
     more bytes than the file holds is a truncated or forged shard, found before any load is tried."""
-    if (not isinstance(offsets, list) or len(offsets) != 2
-            or not all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)):
-        raise CheckpointError(f"{path}: tensor {name!r} has no [begin, end] data_offsets in the header; "
-                              f"re-download this shard")
+    if (
+        not isinstance(offsets, list)
+        or len(offsets) != 2
+        or not all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)
+    ):
+        raise CheckpointError(
+            f"{path}: tensor {name!r} has no [begin, end] data_offsets in the header; re-download this shard"
+        )
     begin, end = offsets
     if not 0 <= begin <= end:
-        raise CheckpointError(f"{path}: tensor {name!r} has data_offsets {offsets} (begin after end); "
-                              f"re-download this shard")
+        raise CheckpointError(
+            f"{path}: tensor {name!r} has data_offsets {offsets} (begin after end); re-download this shard"
+        )
     if end > data_bytes:
-        raise CheckpointError(f"{path}: tensor {name!r} ends at byte {end} of the data but the file holds "
-                              f"{max(data_bytes, 0)}; the shard is truncated or corrupt, re-download it")
+        raise CheckpointError(
+            f"{path}: tensor {name!r} ends at byte {end} of the data but the file holds "
+            f"{max(data_bytes, 0)}; the shard is truncated or corrupt, re-download it"
+        )
 
 
 def read_index(path: Path) -> dict[str, str]:
@@ -124,7 +141,7 @@ def read_index(path: Path) -> dict[str, str]:
     return weight_map
 
 
-def _read_config(root: Path) -> dict:
+def _read_config(root: Path) -> dict[str, Any]:
     path = root / "config.json"
     if not path.is_file():
         return {}
@@ -141,11 +158,13 @@ def _from_index(root: Path, index: Path, shapes: bool, threads: int) -> Checkpoi
     missing = [s for s in shards if not (root / s).is_file()]
     if missing:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
-        raise CheckpointError(f"{index}: names shard {missing[0]}{more} which is not in {root}; "
-                              f"download the missing shards or fix the index")
+        raise CheckpointError(
+            f"{index}: names shard {missing[0]}{more} which is not in {root}; "
+            f"download the missing shards or fix the index"
+        )
     if not shapes:
-        tensors = {name: TensorInfo(name, shard) for name, shard in weight_map.items()}
-        return Checkpoint(root, tensors, shards, _read_config(root), has_shapes=False)
+        names_only = {name: TensorInfo(name, shard) for name, shard in weight_map.items()}
+        return Checkpoint(root, names_only, shards, _read_config(root), has_shapes=False)
     with ThreadPoolExecutor(max_workers=max(1, min(threads, len(shards)))) as pool:
         headers = list(pool.map(lambda s: read_header(root / s), shards))
     tensors: dict[str, TensorInfo] = {}
@@ -153,8 +172,10 @@ def _from_index(root: Path, index: Path, shapes: bool, threads: int) -> Checkpoi
         tensors.update(header)
     if absent := weight_map.keys() - tensors.keys():
         name = min(absent)
-        raise CheckpointError(f"{index}: maps {name!r} to {weight_map[name]}, whose header has no such tensor; "
-                              f"the index and shards are from different downloads")
+        raise CheckpointError(
+            f"{index}: maps {name!r} to {weight_map[name]}, whose header has no such tensor; "
+            f"the index and shards are from different downloads"
+        )
     if len(tensors) > len(weight_map):  # tensors the index does not list are not loaded by frameworks either
         tensors = {n: tensors[n] for n in weight_map}
     return Checkpoint(root, tensors, shards, _read_config(root), has_shapes=True)
@@ -171,14 +192,18 @@ def load_checkpoint(path: str | Path, *, shapes: bool = True, threads: int = 4) 
     if path.is_file():
         return Checkpoint(path.parent, read_header(path), [path.name], _read_config(path.parent), True)
     if not path.is_dir():
-        raise CheckpointError(f"{path}: no such checkpoint; pass a directory with *.safetensors files, "
-                              f"an index JSON or a .safetensors file")
+        raise CheckpointError(
+            f"{path}: no such checkpoint; pass a directory with *.safetensors files, "
+            f"an index JSON or a .safetensors file"
+        )
     if (path / INDEX_NAME).is_file():
         return _from_index(path, path / INDEX_NAME, shapes, threads)
     files = sorted(path.glob("*.safetensors"))
     if not files:
-        raise CheckpointError(f"{path}: no {INDEX_NAME} and no *.safetensors files; "
-                              f"point at the model directory that holds them")
+        raise CheckpointError(
+            f"{path}: no {INDEX_NAME} and no *.safetensors files; "
+            f"point at the model directory that holds them"
+        )
     tensors: dict[str, TensorInfo] = {}
     for file in files:
         tensors.update(read_header(file))

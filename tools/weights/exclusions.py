@@ -6,6 +6,7 @@ Formats: Quark `exclude` (fnmatch globs), compressed-tensors `ignore` (exact nam
 ModelOpt `exclude_modules` (fnmatch globs), FP8/GPTQ/AWQ `ignored_layers` / `modules_to_not_convert`
 (sglang's Fp8Config keeps each entry with and without `model.` and matches on dotted-path boundaries).
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -13,6 +14,9 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from tools.weights.prefix_rules import PrefixRule, apply_rules
 
 
 @dataclass
@@ -40,8 +44,13 @@ class Exclusions:
         return None
 
 
-_KEYS = (("exclude", "glob"), ("ignore", "exact_or_re"), ("exclude_modules", "glob"),
-         ("ignored_layers", "module_path"), ("modules_to_not_convert", "module_path"))
+_KEYS = (
+    ("exclude", "glob"),
+    ("ignore", "exact_or_re"),
+    ("exclude_modules", "glob"),
+    ("ignored_layers", "module_path"),
+    ("modules_to_not_convert", "module_path"),
+)
 
 
 def _path_match(entry: str, prefix: str) -> bool:
@@ -51,7 +60,7 @@ def _path_match(entry: str, prefix: str) -> bool:
     return any(f".{e}." in dotted for e in (base, "model." + base))
 
 
-def read_exclusions(root: Path, config: dict) -> Exclusions | None:
+def read_exclusions(root: Path, config: dict[str, Any]) -> Exclusions | None:
     """The checkpoint's exclusion list, or None when it is not quantized or lists nothing."""
     sources = [config.get("quantization_config") or {}]
     hf_quant = Path(root) / "hf_quant_config.json"
@@ -84,12 +93,14 @@ def framework_prefix(checkpoint_tensor: str, target: str, mappings: list[tuple[s
     return module
 
 
-def exclusion_misses(excl: Exclusions, renamed: dict[str, str], mappings: list[tuple[str, str]]) -> list[ExclusionMiss]:
+def exclusion_misses(
+    excl: Exclusions, renamed: dict[str, str], mappings: list[tuple[str, str]]
+) -> list[ExclusionMiss]:
     """Modules the list excludes under their checkpoint name but not under the name the framework checks."""
     misses, seen = [], set()
     for tensor, target in renamed.items():
         module = tensor.rsplit(".", 1)[0]
-        if module in seen or "experts." in module and ".shared_experts." not in module + ".":
+        if module in seen or ("experts." in module and ".shared_experts." not in module + "."):
             continue  # routed experts are excluded (or not) per layer by the MoE method
         seen.add(module)
         entry = excl.excludes(module)
@@ -99,3 +110,32 @@ def exclusion_misses(excl: Exclusions, renamed: dict[str, str], mappings: list[t
         if excl.excludes(prefix) is None:
             misses.append(ExclusionMiss(module, entry, prefix))
     return misses
+
+
+EXCLUSION_KEYS = ("modules_to_not_convert", "ignored_layers", "exclude_modules")
+"""The plain exclusion lists a rule can extend with the registered names (FP8/GPTQ/AWQ, ModelOpt)."""
+
+
+def excluded_modules(config: dict[str, Any]) -> dict[str, list[str]]:
+    """{key: names} of the plain (non-pattern) exclusion lists in config.json's quantization_config."""
+    qc = config.get("quantization_config") or {}
+    out = {}
+    for key in EXCLUSION_KEYS:
+        names = qc.get(key)
+        if isinstance(names, list):
+            out[key] = [n for n in names if isinstance(n, str) and "*" not in n and not n.startswith("re:")]
+    return {k: v for k, v in out.items() if v}
+
+
+def registered_modules(expected: dict[str, Any]) -> set[str]:
+    """Every module prefix that owns an expected parameter (`a.b.c.weight` -> a, a.b, a.b.c)."""
+    out: set[str] = set()
+    for name in expected:
+        parts = name.split(".")
+        out.update(".".join(parts[:i]) for i in range(1, len(parts)))
+    return out
+
+
+def remap_module(module: str, rules: list[PrefixRule]) -> str:
+    """A module name through the tensor-name rules (a module is a prefix of its tensors' names)."""
+    return apply_rules(module + ".", rules)[:-1]

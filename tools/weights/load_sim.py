@@ -9,6 +9,7 @@ classes (followed through `from ... import` into the repository) and module-leve
 interpreted too. What it cannot evaluate (a flag computed at run time) counts as false, and the line
 is recorded, so a prediction always says which optional paths it assumed off.
 """
+
 from __future__ import annotations
 
 import ast
@@ -17,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tools.weights.sim_eval import Interp, ModuleIndex, SimError, Unknown
+from tools.weights.sim_setup import prepare_loop
 
-__all__ = ["LoadOutcome", "LoaderSim", "SimError", "Unknown"]
+__all__ = ["LoadOutcome", "LoaderSim", "SimError", "Unknown", "replay_names"]
 
 
 @dataclass
@@ -38,19 +40,27 @@ class LoadOutcome:
 
 
 class LoaderSim:
-    """A model class's load_weights, ready to replay on names; `params` None = every lookup succeeds."""
+    """A model class's load_weights, ready to replay on names; `params` None = every lookup succeeds, or
+    (with `tree`, the module tree read from `__init__`s) every lookup whose module the model builds."""
 
-    def __init__(self, repo: Path, model_file: Path, class_name: str, config: dict,
-                 params: set[str] | None = None):
+    def __init__(
+        self,
+        repo: Path,
+        model_file: Path,
+        class_name: str,
+        config: dict,
+        params: set[str] | None = None,
+        tree=None,
+    ):
         self.index = ModuleIndex(repo)
         self.module = self.index.load(model_file)
         self.class_name = class_name
         found = self.index.find_method(self.module, class_name, "load_weights")
         if found is None:
             raise SimError(f"{model_file}: class {class_name} has no load_weights (here or in its bases)")
-        self.interp = Interp(self.index, config, params)
+        self.interp = Interp(self.index, config, params, tree)
         self.func_module, self.func = found
-        self.loop_state = self.interp.prepare(self.func_module, self.func, class_name)
+        self.loop_state = prepare_loop(self.interp, self.func_module, self.func, class_name)
 
     @property
     def assumed_false(self) -> list[int]:
@@ -67,22 +77,26 @@ class LoaderSim:
         return LoadOutcome(name, trace.status, trace.target, trace.rewrites, trace.line)
 
     def replay_all(self, names) -> list[LoadOutcome]:
-        """Every name's outcome. Routed experts of one layer take one replay: the expert mapping gives each
-        expert id an entry of the same shape, so expert 17's path is expert 0's with the id changed."""
-        seen: dict[str, tuple[str, LoadOutcome]] = {}
-        out = []
-        for name in names:
-            match = _EXPERT_ID.search(name)
-            key = _EXPERT_ID.sub(".experts.#.", name) if match else None
-            if key is not None and key in seen:
-                rep_id, rep = seen[key]
-                out.append(_with_expert(rep, name, rep_id, match.group(0)))
-                continue
-            outcome = self.replay(name)
-            if key is not None:
-                seen[key] = (match.group(0), outcome)
-            out.append(outcome)
-        return out
+        return replay_names(self.replay, names)
+
+
+def replay_names(replay, names) -> list[LoadOutcome]:
+    """Every name's outcome. Routed experts of one layer take one replay: the expert mapping gives each
+    expert id an entry of the same shape, so expert 17's path is expert 0's with the id changed."""
+    seen: dict[str, tuple[str, LoadOutcome]] = {}
+    out = []
+    for name in names:
+        match = _EXPERT_ID.search(name)
+        key = _EXPERT_ID.sub(".experts.#.", name) if match else None
+        if key is not None and key in seen:
+            rep_id, rep = seen[key]
+            out.append(_with_expert(rep, name, rep_id, match.group(0)))
+            continue
+        outcome = replay(name)
+        if key is not None:
+            seen[key] = (match.group(0), outcome)
+        out.append(outcome)
+    return out
 
 
 _EXPERT_ID = re.compile(r"\.experts\.\d+\.")
@@ -90,8 +104,13 @@ _EXPERT_ID = re.compile(r"\.experts\.\d+\.")
 
 def _with_expert(rep: LoadOutcome, name: str, rep_id: str, new_id: str) -> LoadOutcome:
     swap = (lambda s: s.replace(rep_id, new_id)) if rep_id != new_id else (lambda s: s)
-    return LoadOutcome(name, rep.status, swap(rep.target) if rep.target else None,
-                       [(line, swap(a), swap(b)) for line, a, b in rep.rewrites], rep.line)
+    return LoadOutcome(
+        name,
+        rep.status,
+        swap(rep.target) if rep.target else None,
+        [(line, swap(a), swap(b)) for line, a, b in rep.rewrites],
+        rep.line,
+    )
 
 
 def loader_class_for(source: str, architectures: list[str], draft: bool) -> str | None:

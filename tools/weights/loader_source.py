@@ -4,13 +4,14 @@ The shape: `def load_weights(self, weights)` holding `stacked_params_mapping = [
 and a loop `for name, loaded_weight in weights:` that may skip names (`if "rotary_emb.inv_freq" in
 name: continue`) and, once remapped by rocport, rewrites names through a module-level table.
 """
+
 from __future__ import annotations
 
 import ast
 import textwrap
 from dataclasses import dataclass, field
 
-from tools.weights.remap import PrefixRule
+from tools.weights.prefix_rules import PrefixRule
 
 REMAP_TABLE = "_CHECKPOINT_NAME_REMAP"
 REMAP_FUNCTION = "_remap_checkpoint_name"
@@ -43,9 +44,16 @@ def _mapping_pairs(node: ast.AST) -> list[tuple[str, str]]:
         return []
     pairs = []
     for elt in node.elts:
-        if (isinstance(elt, ast.Tuple) and len(elt.elts) >= 2
-                and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in elt.elts[:2])):
-            pairs.append((elt.elts[0].value, elt.elts[1].value))
+        if not isinstance(elt, ast.Tuple) or len(elt.elts) < 2:
+            continue
+        first, second = elt.elts[0], elt.elts[1]
+        if (
+            isinstance(first, ast.Constant)
+            and isinstance(second, ast.Constant)
+            and isinstance(first.value, str)
+            and isinstance(second.value, str)
+        ):
+            pairs.append((first.value, second.value))
     return pairs
 
 
@@ -70,9 +78,15 @@ def _skips_in(loop: ast.For, var: str) -> list[str]:
         if not (isinstance(stmt, ast.If) and stmt.body and isinstance(stmt.body[0], ast.Continue)):
             continue
         test = stmt.test
-        if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.In)
-                and isinstance(test.left, ast.Constant) and isinstance(test.left.value, str)
-                and isinstance(test.comparators[0], ast.Name) and test.comparators[0].id == var):
+        if (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.In)
+            and isinstance(test.left, ast.Constant)
+            and isinstance(test.left.value, str)
+            and isinstance(test.comparators[0], ast.Name)
+            and test.comparators[0].id == var
+        ):
             out.append(test.left.value)
     return out
 
@@ -86,8 +100,9 @@ def _name_loop(func: ast.FunctionDef) -> tuple[ast.For, str] | None:
     return None
 
 
-def find_loader_sites(source: str) -> list[LoaderSite]:
-    """Every class in `source` whose load_weights iterates `for name, weight in weights:`."""
+def find_loader_sites(source: str, any_method: bool = False) -> list[LoaderSite]:
+    """Every class in `source` whose load_weights (with `any_method`, any method: sglang's DeepSeek mixin
+    loops in `do_load_weights`) iterates `for name, weight in weights:`."""
     tree = ast.parse(source)
     lines = source.splitlines()
     sites = []
@@ -95,7 +110,7 @@ def find_loader_sites(source: str) -> list[LoaderSite]:
         if not isinstance(cls, ast.ClassDef):
             continue
         for func in cls.body:
-            if not (isinstance(func, ast.FunctionDef) and func.name == "load_weights"):
+            if not (isinstance(func, ast.FunctionDef) and (any_method or func.name == "load_weights")):
                 continue
             found = _name_loop(func)
             if found is None:
@@ -105,33 +120,55 @@ def find_loader_sites(source: str) -> list[LoaderSite]:
             indent = lines[first.lineno - 1][: first.col_offset]
             start = min([d.lineno for d in cls.decorator_list] + [cls.lineno])
             pairs, runtime = _mappings_in(func)
-            sites.append(LoaderSite(cls.name, start, loop.lineno, first.lineno, indent, var,
-                                    pairs, _skips_in(loop, var), runtime))
+            sites.append(
+                LoaderSite(
+                    cls.name,
+                    start,
+                    loop.lineno,
+                    first.lineno,
+                    indent,
+                    var,
+                    pairs,
+                    _skips_in(loop, var),
+                    runtime,
+                )
+            )
     return sites
 
 
 def read_remap_table(source: str, table: str = REMAP_TABLE) -> list[PrefixRule] | None:
     """The (checkpoint_prefix, framework_prefix) table a previous fix wrote, or None when absent."""
     for node in ast.parse(source).body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == table for t in node.targets):
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == table for t in node.targets
+        ):
             # file order: the generated function applies the first matching prefix, and so must any check
             return [PrefixRule(a.rstrip("."), b.rstrip(".")) for a, b in _mapping_pairs(node.value)]
     return None
 
 
-def remap_block(rules: list[PrefixRule], layout: str, table: str = REMAP_TABLE,
-                function: str = REMAP_FUNCTION) -> str:
+def remap_block(
+    rules: list[PrefixRule], layout: str, table: str = REMAP_TABLE, function: str = REMAP_FUNCTION
+) -> str:
     """Module-level source for the remap table and the function that applies it."""
-    rows = "".join(f'    ("{r.checkpoint + "." if r.checkpoint else ""}", '
-                   f'"{r.framework + "." if r.framework else ""}"),\n' for r in rules)
-    comment = "\n".join(textwrap.wrap(f"Checkpoint layout: {layout}", width=100, initial_indent="# ",
-                                       subsequent_indent="#   "))
-    return (f"{comment}\n"
-            f"# Ordered (checkpoint_prefix, framework_prefix) pairs, most specific first; written by rocport.\n"
-            f"{table} = (\n{rows})\n\n\n"
-            f"def {function}(name):\n"
-            f'    """The framework parameter name for a checkpoint tensor name."""\n'
-            f"    for old, new in {table}:\n"
-            f"        if name.startswith(old):\n"
-            f"            return new + name[len(old):]\n"
-            f"    return name\n")
+    rows = "".join(
+        f'    ("{r.checkpoint + "." if r.checkpoint else ""}", '
+        f'"{r.framework + "." if r.framework else ""}"),\n'
+        for r in rules
+    )
+    comment = "\n".join(
+        textwrap.wrap(
+            f"Checkpoint layout: {layout}", width=100, initial_indent="# ", subsequent_indent="#   "
+        )
+    )
+    return (
+        f"{comment}\n"
+        f"# Ordered (checkpoint_prefix, framework_prefix) pairs, most specific first; written by rocport.\n"
+        f"{table} = (\n{rows})\n\n\n"
+        f"def {function}(name):\n"
+        f'    """The framework parameter name for a checkpoint tensor name."""\n'
+        f"    for old, new in {table}:\n"
+        f"        if name.startswith(old):\n"
+        f"            return new + name[len(old):]\n"
+        f"    return name\n"
+    )

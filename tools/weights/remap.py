@@ -8,19 +8,26 @@ the shared expert's `down_proj.weight` looks for a partner. A pair defines a pre
 (most specific prefix wins) that reproduce every pair is the remap. Two minimal remaps that map
 names differently make the remap ambiguous, and nothing is proposed.
 """
+
 from __future__ import annotations
 
 import re
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from functools import cache
 from itertools import product
+
+from tools.weights.prefix_rules import PrefixRule, Remap, check_rules, order_rules, renamer, stacked_name
 
 Path_ = tuple[str, ...]
 Translation = tuple[Path_, Path_]  # (checkpoint prefix, framework prefix), common tail stripped
 IDENTITY: Translation = ((), ())
+Placements = tuple[tuple[Path_, Translation], ...]
+"""Where rules sit in the name tree: (node, translation applied under it)."""
+Ties = tuple[tuple[Path_, Path_], ...]
+"""(name, where it maps) for names several unloaded params could take: two solutions differ there."""
+Solution = tuple[Placements, Ties]
 KEEP_SOLUTIONS = 8
 # A tie this large is not a rename (e.g. every gate_proj vs every gate_up_proj): stop before pairing it.
 MAX_TIE_PAIRS = 4096
@@ -35,107 +42,6 @@ class RemapError(ValueError):
     def __init__(self, message: str, *, ambiguous: bool = False):
         super().__init__(message)
         self.ambiguous = ambiguous
-
-
-@dataclass(frozen=True)
-class PrefixRule:
-    """Rewrite names under `checkpoint` (a dotted prefix, '' = every name) to `framework`."""
-
-    checkpoint: str
-    framework: str
-
-    def apply(self, name: str) -> str | None:
-        if self.checkpoint == "":
-            rest = name
-        elif name.startswith(self.checkpoint + "."):
-            rest = name[len(self.checkpoint) + 1:]
-        else:
-            return None
-        return f"{self.framework}.{rest}" if self.framework else rest
-
-
-@dataclass
-class Remap:
-    """Ordered rules (most specific first) and what they do to each checkpoint name that changes."""
-
-    rules: list[PrefixRule]
-    renamed: dict[str, str] = field(default_factory=dict)
-
-
-def apply_rules(name: str, rules: Sequence[PrefixRule]) -> str:
-    """The name after the first matching rule (rules are ordered most specific first)."""
-    for rule in rules:
-        new = rule.apply(name)
-        if new is not None:
-            return new
-    return name
-
-
-def _renamer(rules: Sequence[PrefixRule]):
-    """apply_rules as one closure over plain (old, new) string prefixes: called once per tensor."""
-    pairs = [(f"{r.checkpoint}." if r.checkpoint else "", f"{r.framework}." if r.framework else "")
-             for r in rules]
-
-    def rename(name: str) -> str:
-        for old, new in pairs:
-            if name.startswith(old):
-                return new + name[len(old):]
-        return name
-
-    return rename
-
-
-def order_rules(rules: Iterable[PrefixRule]) -> list[PrefixRule]:
-    """Most specific checkpoint prefix first, so a longer prefix always wins."""
-    return sorted(set(rules), key=lambda r: (-len(r.checkpoint.split(".")) if r.checkpoint else 0,
-                                             r.checkpoint))
-
-
-def stacked_name(name: str, mappings: Sequence[tuple[str, str]], expected: set[str]) -> str:
-    """The param a checkpoint name loads into through the framework's stacked/fused mapping.
-
-    `mappings` are (param_name, shard_name) pairs in the loader's order; the first whose shard
-    name occurs in `name` and yields an expected param wins, else the first that occurs at all.
-    """
-    first = None
-    for param, shard in mappings:
-        if shard and shard in name:
-            candidate = name.replace(shard, param)
-            if candidate in expected:
-                return candidate
-            first = first or candidate
-    return first or name
-
-
-def check_rules(rules: Sequence[PrefixRule], checkpoint: Iterable[str], expected: Iterable[str],
-                mappings: Sequence[tuple[str, str]] = (), skip: Sequence[str] = (),
-                optional: Iterable[str] = ()) -> list[str]:
-    """Problems left after the rules: expected params not produced (except `optional`), tensors dropped,
-    collisions."""
-    want = set(expected)
-    produced: set[str] = set()
-    dropped, seen, collisions = [], {}, []
-    rename = _renamer(rules)
-    for name in checkpoint:
-        if skip and any(s in name for s in skip):
-            continue
-        renamed = rename(name)
-        if renamed in seen:
-            collisions.append(f"{seen[renamed]} and {name} both become {renamed}")
-        seen[renamed] = name
-        target = stacked_name(renamed, mappings, want)
-        if target in want:
-            produced.add(target)
-        else:
-            dropped.append(name)
-    problems = []
-    if unproduced := sorted(want - produced - set(optional)):
-        problems.append(f"{len(unproduced)} expected params not loaded (e.g. {', '.join(unproduced[:3])})")
-    if dropped:
-        problems.append(f"{len(dropped)} checkpoint tensors not consumed (e.g. {', '.join(sorted(dropped)[:3])})")
-    if collisions:
-        problems.append(f"{len(collisions)} name collisions (e.g. {collisions[0]})")
-    return problems
 
 
 def _pair_by_suffix(keys: dict[Path_, list[str]], unmatched_expected: list[Path_]) -> dict[Path_, set[Path_]]:
@@ -157,9 +63,11 @@ def _pair_by_suffix(keys: dict[Path_, list[str]], unmatched_expected: list[Path_
             if not es:
                 continue
             if len(ks) > 1 and len(ks) * len(es) > MAX_TIE_PAIRS:
-                raise RemapError(f"{len(ks)} checkpoint tensors and {len(es)} params pair only through the "
-                                 f"suffix '{'.'.join(suffix)}' (e.g. {'.'.join(min(ks))}): not a prefix rename; "
-                                 f"is a stacked/fused mapping of the loader missing?")
+                raise RemapError(
+                    f"{len(ks)} checkpoint tensors and {len(es)} params pair only through the "
+                    f"suffix '{'.'.join(suffix)}' (e.g. {'.'.join(min(ks))}): not a prefix rename; "
+                    f"is a stacked/fused mapping of the loader missing?"
+                )
             for k in ks:  # a tie (several on either side) keeps every option for the tree search
                 options[k] = set(es)
             free_keys.difference_update(ks)
@@ -175,18 +83,23 @@ def _translation(ckpt: Path_, fwd: Path_, target: Path_) -> Translation | None:
         common += 1
     if common == 0:
         return None
-    return ckpt[:len(ckpt) - common], target[:len(target) - common]
+    return ckpt[: len(ckpt) - common], target[: len(target) - common]
 
 
 def _translate(t: Translation, name: Path_) -> Path_:
-    return t[1] + name[len(t[0]):]
+    return t[1] + name[len(t[0]) :]
 
 
 class _Search:
     """Fewest translations placed on the checkpoint's name tree that realise every pairing."""
 
-    def __init__(self, names: list[str], unmatched: dict[Path_, tuple[Path_, set[Path_]]],
-                 expected: set[str], mappings: Sequence[tuple[str, str]]):
+    def __init__(
+        self,
+        names: list[str],
+        unmatched: dict[Path_, tuple[Path_, set[Path_]]],
+        expected: set[str],
+        mappings: Sequence[tuple[str, str]],
+    ):
         # checkpoint name -> acceptable framework targets
         self.unmatched = {n: {".".join(e) for e in targets} for n, (_, targets) in unmatched.items()}
         self.expected, self.mappings = expected, mappings
@@ -214,11 +127,11 @@ class _Search:
         heads: set[str] = set()
         i = lo
         while i < hi:
-            head = names[i][len(prefix):].split(".", 1)[0]
+            head = names[i][len(prefix) :].split(".", 1)[0]
             heads.add(head)
             # skip the head's whole subtree; only safe when no name has a character sorting before '.'
             i = bisect_left(names, prefix + head + "/", i, hi) if self.plain else i + 1
-        return tuple(node + (h,) for h in sorted(heads))
+        return tuple((*node, h) for h in sorted(heads))
 
     def add_candidate(self, name: Path_, t: Translation) -> None:
         for depth in range(len(t[0]), len(name)):
@@ -231,7 +144,7 @@ class _Search:
         return stacked_name(renamed, self.mappings, self.expected) in self.unmatched[name]
 
     @cache  # noqa: B019 - one search object per derivation, freed with it
-    def solve(self, node: Path_, rule: Translation) -> tuple[float, tuple]:
+    def solve(self, node: Path_, rule: Translation) -> tuple[float, tuple[Solution, ...]]:
         """(cost, up to KEEP_SOLUTIONS (placements, tie choices)) for the subtree under `node`.
 
         Solutions that place rules differently but map every tied name the same are one solution.
@@ -245,7 +158,8 @@ class _Search:
         options = [(1, t) for t, _ in ranked if t != rule] + [(0, rule)]
         if rule != IDENTITY and IDENTITY not in self.candidates.get(node, {}):
             options.append((1, IDENTITY))
-        best, sols = INF, {}
+        best = INF
+        sols: dict[Ties, Placements] = {}
         for extra, t in options:
             cost, sub = self._subtree(node, t)
             cost += extra
@@ -257,14 +171,15 @@ class _Search:
                 sols.setdefault(ties, (*placed, (node, t)) if extra else placed)
         return best, tuple((p, ties) for ties, p in list(sols.items())[:KEEP_SOLUTIONS])
 
-    def _subtree(self, node: Path_, t: Translation) -> tuple[float, list]:
-        ties: tuple = ()
+    def _subtree(self, node: Path_, t: Translation) -> tuple[float, list[Solution]]:
+        ties: Ties = ()
         if ".".join(node) in self.is_name:
             if not self._leaf_ok(node, t):
                 return INF, []
             if len(self.unmatched.get(node, ())) > 1:
                 ties = ((node, _translate(t, node)),)
-        total, combos = 0, [((), ties)]
+        total = 0.0
+        combos: list[Solution] = [((), ties)]
         for child in self.children(node):
             cost, sols = self.solve(child, t)
             if cost == INF:
@@ -274,14 +189,18 @@ class _Search:
         return total, combos
 
 
-def _rules_from(placements: tuple) -> list[PrefixRule]:
+def _rules_from(placements: Placements) -> list[PrefixRule]:
     rules = [PrefixRule(".".join(node), ".".join(_translate(t, node))) for node, t in placements]
     return order_rules(rules)
 
 
-def derive_remap(checkpoint: Iterable[str], expected: Iterable[str],
-                 mappings: Sequence[tuple[str, str]] = (), skip: Sequence[str] = (),
-                 optional: Iterable[str] = ()) -> Remap:
+def derive_remap(
+    checkpoint: Iterable[str],
+    expected: Iterable[str],
+    mappings: Sequence[tuple[str, str]] = (),
+    skip: Sequence[str] = (),
+    optional: Iterable[str] = (),
+) -> Remap:
     """The smallest consistent prefix remap; raises RemapError when none or several fit.
 
     `optional` expected params may stay unproduced (e.g. scales of a module the checkpoint stores unquantized).
@@ -300,8 +219,10 @@ def derive_remap(checkpoint: Iterable[str], expected: Iterable[str],
     pairs = {tuple(n.split(".")): (key, targets) for key, targets in options.items() for n in keys[key]}
     orphans = [n for k, ns in keys.items() if k not in options for n in ns]
     if orphans:
-        raise RemapError(f"{len(orphans)} checkpoint tensors share no name suffix with any unloaded "
-                         f"param (e.g. {', '.join(sorted(orphans)[:3])}); not a rename")
+        raise RemapError(
+            f"{len(orphans)} checkpoint tensors share no name suffix with any unloaded "
+            f"param (e.g. {', '.join(sorted(orphans)[:3])}); not a rename"
+        )
     search = _Search(names, pairs, want, mappings)
     cost, solutions = search.solve((), IDENTITY)
     if cost == INF:
@@ -309,22 +230,32 @@ def derive_remap(checkpoint: Iterable[str], expected: Iterable[str],
     return _choose(solutions, names, want, mappings, skip, set(optional))
 
 
-def _choose(solutions: tuple, names: list[str], want: set[str], mappings, skip, optional: set[str]) -> Remap:
-    valid: dict[tuple, list[PrefixRule]] = {}
+def _choose(
+    solutions: tuple[Solution, ...],
+    names: list[str],
+    want: set[str],
+    mappings: Sequence[tuple[str, str]],
+    skip: Sequence[str],
+    optional: set[str],
+) -> Remap:
+    valid: dict[tuple[tuple[str, str], ...], list[PrefixRule]] = {}
     problems: list[str] = []
     for placements, _ in solutions:
         rules = _rules_from(placements)
         problems = check_rules(rules, names, want, mappings, skip, optional)
         if problems:
             continue
-        rename = _renamer(rules)
+        rename = renamer(rules)
         mapping = tuple(sorted((n, r) for n in names if (r := rename(n)) != n))
         valid.setdefault(mapping, rules)
     if not valid:
         raise RemapError(f"the smallest remap is inconsistent: {'; '.join(problems)}")
     if len(valid) > 1:
         a, b = list(valid.values())[:2]
-        show = lambda rs: ", ".join(f"{r.checkpoint}->{r.framework}" for r in rs)
+
+        def show(rs: list[PrefixRule]) -> str:
+            return ", ".join(f"{r.checkpoint}->{r.framework}" for r in rs)
+
         raise RemapError(f"ambiguous: two remaps fit equally ({show(a)} | {show(b)})", ambiguous=True)
     mapping, rules = next(iter(valid.items()))
     return Remap(rules, dict(mapping))

@@ -4,27 +4,25 @@ Values are plain Python values, the model config (attribute access over config.j
 (whose `config` is that config; other attributes are Unknown), the registered parameter set and
 Unknown. Unknown conditions count as false and their lines are recorded by the caller.
 """
+
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
-from pathlib import Path
 
 from tools.weights.sim_expr import eval_expr
+from tools.weights.sim_index import Module, ModuleIndex
+from tools.weights.sim_ops import BUILTINS, binop, call_method, compare_op
+from tools.weights.sim_setup import LoopState
 from tools.weights.sim_values import (
-    BUILTINS,
     UNKNOWN,
     Config,
     Function,
     ParamsDict,
-    SelfObj,
     SimError,
     Trace,
     Unknown,
-    binop,
-    call_method,
-    compare_op,
     expert_params_mapping,
+    match_pattern,
 )
 
 __all__ = ["Interp", "ModuleIndex", "SimError", "Unknown"]
@@ -44,135 +42,20 @@ class _Return(Exception):
         self.value = value
 
 
-@dataclass
-class Module:
-    """One parsed source file: its top-level classes, functions, constants and `from` imports."""
-
-    path: Path
-    tree: ast.Module
-    classes: dict[str, ast.ClassDef] = field(default_factory=dict)
-    functions: dict[str, ast.FunctionDef] = field(default_factory=dict)
-    imports: dict[str, tuple[str, str]] = field(default_factory=dict)
-    constants: dict[str, ast.expr] = field(default_factory=dict)
-
-
-class ModuleIndex:
-    """Parses files of one repository on demand and follows `from pkg.mod import Name` into them."""
-
-    def __init__(self, repo: Path):
-        self.repo = Path(repo)
-        self._mods: dict[Path, Module] = {}
-
-    def load(self, path: Path) -> Module:
-        path = Path(path).resolve()
-        if path not in self._mods:
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-            mod = Module(path, tree)
-            for node in tree.body:
-                if isinstance(node, ast.ClassDef):
-                    mod.classes[node.name] = node
-                elif isinstance(node, ast.FunctionDef):
-                    mod.functions[node.name] = node
-                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                    for alias in node.names:
-                        mod.imports[alias.asname or alias.name] = (node.module, alias.name)
-                elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                    mod.constants[node.targets[0].id] = node.value
-            self._mods[path] = mod
-        return self._mods[path]
-
-    def _module_file(self, dotted: str) -> Path | None:
-        rel = Path(*dotted.split(".")).with_suffix(".py")
-        for base in (self.repo, self.repo / "python", *sorted(p for p in self.repo.glob("*") if p.is_dir())):
-            if (base / rel).is_file():
-                return base / rel
-        return None
-
-    def resolve(self, mod: Module, name: str) -> tuple[Module, ast.AST] | None:
-        """The class or function `name` as seen from `mod` (defined there or imported from the repo)."""
-        if name in mod.classes:
-            return mod, mod.classes[name]
-        if name in mod.functions:
-            return mod, mod.functions[name]
-        if name in mod.imports:
-            dotted, orig = mod.imports[name]
-            file = self._module_file(dotted)
-            if file is not None:
-                other = self.load(file)
-                if orig in other.classes or orig in other.functions:
-                    return self.resolve(other, orig)
-        return None
-
-    def find_method(self, mod: Module, cls_name: str, method: str, skip_first: bool = False):
-        """(module, FunctionDef) of `method` on class `cls_name` or its bases, depth first."""
-        found = self.resolve(mod, cls_name)
-        if found is None or not isinstance(found[1], ast.ClassDef):
-            return None
-        cmod, cls = found
-        if not skip_first:
-            for node in cls.body:
-                if isinstance(node, ast.FunctionDef) and node.name == method:
-                    return cmod, node
-        for base in cls.bases:
-            if isinstance(base, ast.Name) and (hit := self.find_method(cmod, base.id, method)):
-                return hit
-        return None
-
-    def class_of(self, mod: Module, func: ast.FunctionDef) -> str | None:
-        return next((c.name for c in mod.classes.values() if func in c.body), None)
-
-
-@dataclass
-class LoopState:
-    module: Module
-    loop: ast.For
-    env: dict
-    name_var: str
-    cls: str
-    loop_class: str = ""
-    """The class whose load_weights body holds the loop (the model class itself or a base)."""
-
-
 class Interp:
     """Evaluates statements of one load_weights for one checkpoint name at a time."""
 
-    def __init__(self, index: ModuleIndex, config: dict, params: set[str] | None):
+    def __init__(self, index: ModuleIndex, config: dict, params: set[str] | None, tree=None):
         self.index = index
         self.config = Config(config)
-        self.params = ParamsDict(params)
+        self.params = ParamsDict(params, tree)
         self.assumed_false: set[int] = set()
         self.trace = Trace()
+        self.home: Module | None = None
+        """The model file (where the model class itself is defined), set by the first prepare."""
         self._part_cache: dict = {}
-
-    # ---- set-up: run the function up to its `for name, w in weights:` loop
-    def prepare(self, mod: Module, func: ast.FunctionDef, cls: str, kwargs: dict | None = None) -> LoopState:
-        env = self._bind(func, [SelfObj(self.config, cls), "<weights>"], kwargs or {}, mod)
-        for stmt in func.body:
-            if isinstance(stmt, ast.For) and _iterates_weights(stmt):
-                return LoopState(mod, stmt, env, _name_target(stmt), cls, self.index.class_of(mod, func) or cls)
-            delegated = self._delegation(stmt, mod, cls, env)
-            if delegated is not None:
-                return delegated
-            self.exec_stmts([stmt], env, mod, cls)
-        raise SimError(f"{mod.path}: {func.name} has no `for name, weight in weights:` loop")
-
-    def _delegation(self, stmt, mod, cls, env):
-        """`super().load_weights(weights, is_nextn=True)`: prepare the base's loop with those arguments."""
-        call = stmt.value if isinstance(stmt, (ast.Expr, ast.Return)) else None
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
-                and call.func.attr == "load_weights"):
-            return None
-        owner = call.func.value
-        if not (isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super"):
-            raise SimError(f"{mod.path}:{stmt.lineno}: load_weights hands the names to "
-                           f"`{ast.unparse(call.func)}` (per-module dispatch over the built model tree, as vLLM's "
-                           f"AutoWeightsLoader does); a static replay needs the model class built")
-        kwargs = {k.arg: self.eval(k.value, env, mod, cls) for k in call.keywords if k.arg}
-        found = self.index.find_method(mod, cls, "load_weights", skip_first=True)
-        if found is None:
-            raise SimError(f"{mod.path}: {cls}.load_weights delegates to a base class not found in the repo")
-        bmod, bfunc = found
-        return self.prepare(bmod, bfunc, cls, kwargs)
+        self.yields: list[list] = []
+        """One list per generator function being run: what its `yield`s produced."""
 
     def run_body(self, state: LoopState, name: str) -> Trace:
         self.trace = Trace(target=name)
@@ -225,21 +108,44 @@ class Interp:
             raise _Continue()
         elif isinstance(s, ast.FunctionDef):
             env[s.name] = Function(mod, s, cls)
+        elif isinstance(s, ast.Match):
+            self._match(s, env, mod, cls, depth)
         # pass, assert, import, global, while (never in a per-name path we model): nothing to do
 
+    def _match(self, s: ast.Match, env, mod, cls, depth):
+        """`match conf: case EnabledConfig(prefix=p): ...` over a repository dataclass instance."""
+        subject = self.eval(s.subject, env, mod, cls, depth)
+        for case in s.cases:
+            bound = match_pattern(case.pattern, subject)
+            if bound is None:
+                continue
+            env.update(bound)
+            if case.guard is None or self.truth(case.guard, env, mod, cls, depth):
+                self.exec_stmts(case.body, env, mod, cls, depth)
+                return
+        if isinstance(subject, Unknown):
+            self.assumed_false.add(s.lineno)
+
     def _assign(self, target, value, env, line):
+        if isinstance(target, ast.Subscript):  # `cached[name] = w`: state a loop keeps across names
+            obj = env.get(target.value.id) if isinstance(target.value, ast.Name) else None
+            sl = target.slice
+            key = env.get(sl.id) if isinstance(sl, ast.Name) else getattr(sl, "value", None)
+            if isinstance(obj, dict) and isinstance(key, str):
+                obj[key] = value
+            return
         if isinstance(target, ast.Name):
             if target.id == getattr(self, "_name_var", None) and env.get(target.id) != value:
                 self.trace.rename(line, env.get(target.id), value)
             env[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
             items = list(value) if isinstance(value, (list, tuple)) else [UNKNOWN] * len(target.elts)
-            for t, v in zip(target.elts, items):
+            for t, v in zip(target.elts, items, strict=False):
                 self._assign(t, v, env, line)
 
     def _for(self, s: ast.For, env, mod, cls, depth):
         items = self.eval(s.iter, env, mod, cls, depth)
-        if isinstance(items, Unknown):
+        if not isinstance(items, (list, tuple, range, str, dict, set)):  # unknown, or over params_dict
             self.assumed_false.add(s.lineno)
             items = []
         items = self._prefilter(s, list(items), env)
@@ -262,10 +168,16 @@ class Interp:
         if isinstance(first, ast.Assign) and isinstance(first.value, ast.Name) and first.value.id in names:
             names = _target_names(first.targets[0]) if len(body) > 1 else []
             first = body[1] if len(body) > 1 else None
-        if not (isinstance(first, ast.If) and first.body and isinstance(first.body[0], ast.Continue)
-                and isinstance(first.test, ast.Compare) and isinstance(first.test.ops[0], ast.NotIn)
-                and isinstance(first.test.left, ast.Name) and first.test.left.id in names
-                and isinstance(first.test.comparators[0], ast.Name)):
+        if not (
+            isinstance(first, ast.If)
+            and first.body
+            and isinstance(first.body[0], ast.Continue)
+            and isinstance(first.test, ast.Compare)
+            and isinstance(first.test.ops[0], ast.NotIn)
+            and isinstance(first.test.left, ast.Name)
+            and first.test.left.id in names
+            and isinstance(first.test.comparators[0], ast.Name)
+        ):
             return items
         pos, name = names.index(first.test.left.id), env.get(first.test.comparators[0].id)
         if not isinstance(name, str):
@@ -306,26 +218,31 @@ class Interp:
         if depth > MAX_DEPTH:
             return UNKNOWN
         env = self._bind(fn.node, args, kwargs, fn.module)
+        generator = _is_generator(fn.node)
+        if generator:  # a weights-stream filter: run it on the one name and collect what it yields
+            self.yields.append([])
         try:
             self.exec_stmts(fn.node.body, env, fn.module, fn.cls, depth + 1)
         except _Return as ret:
-            return ret.value
+            return self.yields.pop() if generator else ret.value
         except (_Continue, _Break):
+            if generator:
+                self.yields.pop()
             return UNKNOWN
-        return None
+        return self.yields.pop() if generator else None
 
     def _bind(self, func: ast.FunctionDef, args: list, kwargs: dict, mod: Module) -> dict:
         params = func.args.posonlyargs + func.args.args
         defaults = [None] * (len(params) - len(func.args.defaults)) + list(func.args.defaults)
         env: dict = {}
-        for i, (p, d) in enumerate(zip(params, defaults)):
+        for i, (p, d) in enumerate(zip(params, defaults, strict=True)):
             if i < len(args):
                 env[p.arg] = args[i]
             elif p.arg in kwargs:
                 env[p.arg] = kwargs[p.arg]
             else:
                 env[p.arg] = self.eval(d, {}, mod, None) if d is not None else UNKNOWN
-        for p, d in zip(func.args.kwonlyargs, func.args.kw_defaults):
+        for p, d in zip(func.args.kwonlyargs, func.args.kw_defaults, strict=True):
             env[p.arg] = kwargs.get(p.arg, self.eval(d, {}, mod, None) if d is not None else UNKNOWN)
         if "params_dict" not in env:
             env["params_dict"] = self.params
@@ -337,13 +254,16 @@ class _KeyError(Exception):
         self.key, self.line = key, line
 
 
-def _iterates_weights(loop: ast.For) -> bool:
-    return (isinstance(loop.target, ast.Tuple) and bool(loop.target.elts)
-            and isinstance(loop.target.elts[0], ast.Name) and isinstance(loop.iter, ast.Name))
-
-
-def _name_target(loop: ast.For) -> str:
-    return loop.target.elts[0].id
+def _is_generator(func: ast.FunctionDef) -> bool:
+    """A `yield` in the function itself (not in a nested def)."""
+    todo = list(func.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(node))
+    return False
 
 
 def _target_names(target) -> list[str]:

@@ -1,25 +1,26 @@
 """Expression evaluation for the load_weights interpreter (tools.weights.sim_eval)."""
+
 from __future__ import annotations
 
 import ast
 
+from tools.weights.sim_ops import BUILTINS, binop, call_method, compare_op
 from tools.weights.sim_values import (
-    BUILTINS,
     UNKNOWN,
     BoundAttr,
+    ClassRef,
     Config,
     Function,
+    Instance,
     ParamsDict,
     SelfObj,
     Unknown,
-    binop,
-    call_method,
-    compare_op,
     expert_params_mapping,
 )
 
 EXPERT_MAPPING_FUNCS = ("make_expert_params_mapping", "fused_moe_make_expert_params_mapping")
 LOADER_CALLS = ("weight_loader", "default_weight_loader")
+ITERABLE = (list, tuple, range, str, dict, set)
 
 
 def eval_expr(it, e, env, mod, cls, depth=0):
@@ -43,11 +44,16 @@ def eval_expr(it, e, env, mod, cls, depth=0):
         return _boolop(it, e, env, mod, cls, depth)
     if kind is ast.UnaryOp:
         v = eval_expr(it, e.operand, env, mod, cls, depth)
+        if isinstance(e.op, ast.Not) and _runtime_attr(v):
+            it.assumed_false.add(e.lineno)  # `not self.fused_layers`: the optional feature is off
+            return True
         if isinstance(v, Unknown):
             return UNKNOWN
         return (not v) if isinstance(e.op, ast.Not) else (-v if isinstance(e.op, ast.USub) else UNKNOWN)
     if kind is ast.BinOp:
-        return binop(e.op, eval_expr(it, e.left, env, mod, cls, depth), eval_expr(it, e.right, env, mod, cls, depth))
+        return binop(
+            e.op, eval_expr(it, e.left, env, mod, cls, depth), eval_expr(it, e.right, env, mod, cls, depth)
+        )
     if kind is ast.JoinedStr:
         parts = [eval_expr(it, v, env, mod, cls, depth) for v in e.values]
         return UNKNOWN if any(isinstance(p, Unknown) for p in parts) else "".join(str(p) for p in parts)
@@ -58,17 +64,38 @@ def eval_expr(it, e, env, mod, cls, depth=0):
         items = [eval_expr(it, x, env, mod, cls, depth) for x in e.elts]
         return tuple(items) if kind is ast.Tuple else items
     if kind is ast.Dict:
-        return {eval_expr(it, k, env, mod, cls, depth): eval_expr(it, v, env, mod, cls, depth)
-                for k, v in zip(e.keys, e.values) if k is not None}
+        return {
+            eval_expr(it, k, env, mod, cls, depth): eval_expr(it, v, env, mod, cls, depth)
+            for k, v in zip(e.keys, e.values, strict=True)
+            if k is not None
+        }
     if kind is ast.IfExp:
         branch = e.body if it.truth(e.test, env, mod, cls, depth) else e.orelse
         return eval_expr(it, branch, env, mod, cls, depth)
     if kind is ast.Slice:
-        parts = [eval_expr(it, x, env, mod, cls, depth) if x is not None else None for x in (e.lower, e.upper, e.step)]
+        parts = [
+            eval_expr(it, x, env, mod, cls, depth) if x is not None else None
+            for x in (e.lower, e.upper, e.step)
+        ]
         return UNKNOWN if any(isinstance(p, Unknown) for p in parts) else slice(*parts)
     if kind in (ast.ListComp, ast.GeneratorExp):
         return _comprehension(it, e, env, mod, cls, depth)
+    if kind is ast.NamedExpr and isinstance(e.target, ast.Name):  # `if not (n := getattr(config, ...))`
+        env[e.target.id] = eval_expr(it, e.value, env, mod, cls, depth)
+        return env[e.target.id]
+    if kind in (ast.Yield, ast.YieldFrom) and it.yields:
+        value = eval_expr(it, e.value, env, mod, cls, depth)
+        if kind is ast.Yield:
+            it.yields[-1].append(value)
+        elif isinstance(value, (list, tuple)):
+            it.yields[-1].extend(value)
+        return None
     return UNKNOWN
+
+
+def _runtime_attr(value) -> bool:
+    """An attribute of the model set at run time (`self.fused_shared_expert_layers`), never a config value."""
+    return isinstance(value, BoundAttr) and isinstance(value.obj, SelfObj)
 
 
 def _name(it, name, env, mod, cls):
@@ -78,9 +105,11 @@ def _name(it, name, env, mod, cls):
         value = eval_expr(it, mod.constants[name], {}, mod, None)
         if not isinstance(value, Unknown):
             return value
-    found = it.index.resolve(mod, name)
+    found = it.index.resolve(mod, name) if mod is not None else None
     if found is not None and isinstance(found[1], ast.FunctionDef):
         return Function(found[0], found[1], None)
+    if found is not None and isinstance(found[1], ast.ClassDef) and name not in BUILTINS:
+        return ClassRef(name)
     return BUILTINS.get(name, UNKNOWN)
 
 
@@ -94,6 +123,8 @@ def _attribute(it, obj, attr, line):
         return BoundAttr(obj, attr)
     if isinstance(obj, Config):
         return obj.get(attr)
+    if isinstance(obj, Instance):
+        return obj.kwargs.get(attr, UNKNOWN)
     return BoundAttr(obj, attr)  # resolved when called; any other use is unknown
 
 
@@ -118,17 +149,22 @@ def _call(it, e, env, mod, cls, depth):
     if fname == "named_parameters" or (fname == "dict" and args and isinstance(args[0], ParamsDict)):
         return it.params
     if fname in EXPERT_MAPPING_FUNCS:
-        return expert_params_mapping(**kwargs)
+        return expert_params_mapping(**{**_defaults(it, mod, fname), **kwargs})
     if fname in LOADER_CALLS or fname.endswith("weight_loader"):
         it.trace.looked_up = it.trace.looked_up or isinstance(it.trace.target, str)
         return None
     target = eval_expr(it, func, env, mod, cls, depth)
+    if isinstance(target, ClassRef):
+        return Instance(target.name, kwargs)
     if isinstance(target, Function):
         return it.call_function(target, args, kwargs, depth)
     if isinstance(target, BoundAttr):
         obj, attr = target.obj, target.attr
         if isinstance(obj, SelfObj):
-            found = it.index.find_method(mod, obj.cls, attr) if cls else None
+            # the class is defined in the model file (`home`); a mixin's method runs from another module
+            found = (it.index.find_method(mod, obj.cls, attr) if cls else None) or (
+                it.index.find_method(it.home, obj.cls, attr) if it.home else None
+            )
             if found is not None:
                 return it.call_function(Function(found[0], found[1], obj.cls), [obj, *args], kwargs, depth)
             return UNKNOWN
@@ -138,10 +174,21 @@ def _call(it, e, env, mod, cls, depth):
     return UNKNOWN
 
 
+def _defaults(it, mod, fname: str) -> dict:
+    """Keyword defaults of a repository function (vLLM's `routed_experts_prefix`), read from its signature."""
+    found = it.index.resolve(mod, fname)
+    if found is None or not isinstance(found[1], ast.FunctionDef):
+        return {}
+    args = found[1].args
+    named = (args.posonlyargs + args.args)[-len(args.defaults) :] if args.defaults else []
+    pairs = [*zip(named, args.defaults, strict=True), *zip(args.kwonlyargs, args.kw_defaults, strict=True)]
+    return {a.arg: d.value for a, d in pairs if isinstance(d, ast.Constant)}
+
+
 def _compare(it, e, env, mod, cls, depth):
     left = eval_expr(it, e.left, env, mod, cls, depth)
     result = True
-    for op, right_node in zip(e.ops, e.comparators):
+    for op, right_node in zip(e.ops, e.comparators, strict=True):
         right = eval_expr(it, right_node, env, mod, cls, depth)
         value = compare_op(op, left, right)
         if isinstance(right, ParamsDict) and isinstance(value, bool):
@@ -173,11 +220,20 @@ def _comprehension(it, e, env, mod, cls, depth):
         return UNKNOWN
     gen = e.generators[0]
     items = eval_expr(it, gen.iter, env, mod, cls, depth)
-    if isinstance(items, Unknown) or not isinstance(gen.target, ast.Name):
-        return UNKNOWN
+    if not isinstance(items, ITERABLE) or not isinstance(gen.target, (ast.Name, ast.Tuple)):
+        return UNKNOWN  # over params_dict or a run-time value: not known statically
     out, local = [], dict(env)
     for item in items:
-        local[gen.target.id] = item
+        _bind_target(gen.target, item, local)
         if all(it.truth(c, local, mod, cls, depth) for c in gen.ifs):
             out.append(eval_expr(it, e.elt, local, mod, cls, depth))
     return out
+
+
+def _bind_target(target, item, local: dict) -> None:
+    if isinstance(target, ast.Name):
+        local[target.id] = item
+    elif isinstance(target, ast.Tuple):
+        parts = list(item) if isinstance(item, (list, tuple)) else [UNKNOWN] * len(target.elts)
+        for t, v in zip(target.elts, parts, strict=False):
+            _bind_target(t, v, local)

@@ -1,8 +1,8 @@
 """Values the load_weights interpreter works with, and the facts it knows about framework helpers."""
+
 from __future__ import annotations
 
 import ast
-import operator
 from dataclasses import dataclass, field
 
 
@@ -61,13 +61,17 @@ class SelfObj:
 
 
 class ParamsDict:
-    """`params_dict`: the registered parameter names, or None when unknown (every lookup succeeds)."""
+    """`params_dict`: the registered parameter names, or None when unknown (every lookup succeeds, unless
+    a module tree read from the model file's `__init__`s says the name's module does not exist)."""
 
-    def __init__(self, names: set[str] | None):
+    def __init__(self, names, tree=None):
         self.names = names
+        self.tree = tree
 
     def has(self, key) -> bool:
-        return self.names is None or key in self.names
+        if self.names is None:
+            return self.tree is None or not isinstance(key, str) or self.tree.may_hold(key)
+        return key in self.names
 
 
 @dataclass
@@ -117,107 +121,68 @@ class Trace:
             self.target = None
 
 
-def expert_params_mapping(ckpt_gate_proj_name="gate_proj", ckpt_down_proj_name="down_proj",
-                          ckpt_up_proj_name="up_proj", num_experts=0, num_redundant_experts=0, **_):
+def expert_params_mapping(
+    ckpt_gate_proj_name="gate_proj",
+    ckpt_down_proj_name="down_proj",
+    ckpt_up_proj_name="up_proj",
+    num_experts=0,
+    num_redundant_experts=0,
+    routed_experts_prefix="",
+    **_,
+):
     """FusedMoE.make_expert_params_mapping as sglang and vLLM build it: (param, weight, expert, shard)."""
     if not isinstance(num_experts, int):
         return UNKNOWN
     out = []
     extra = num_redundant_experts if isinstance(num_redundant_experts, int) else 0
     for expert in range(num_experts + extra):
-        for shard, weight in (("w1", ckpt_gate_proj_name), ("w2", ckpt_down_proj_name), ("w3", ckpt_up_proj_name)):
-            param = "experts.w13_" if weight in (ckpt_gate_proj_name, ckpt_up_proj_name) else "experts.w2_"
+        for shard, weight in (
+            ("w1", ckpt_gate_proj_name),
+            ("w2", ckpt_down_proj_name),
+            ("w3", ckpt_up_proj_name),
+        ):
+            # vLLM registers the stacked experts one module down (`experts.routed_experts.w13_weight`)
+            sub = f"{routed_experts_prefix}." if routed_experts_prefix else ""
+            param = (
+                f"experts.{sub}w13_"
+                if weight in (ckpt_gate_proj_name, ckpt_up_proj_name)
+                else f"experts.{sub}w2_"
+            )
             out.append((param, f"experts.{expert}.{weight}.", expert, shard))
     return out
 
 
-_STR_METHODS = {"replace", "startswith", "endswith", "split", "rsplit", "join", "format", "removeprefix",
-                "removesuffix", "strip", "rstrip", "lstrip", "count", "find", "lower", "upper", "partition",
-                "rpartition", "isdigit"}
+@dataclass
+class Instance:
+    """An object of a repository class built in the loader (a config dataclass): its keyword arguments."""
+
+    cls: str
+    kwargs: dict
 
 
-def call_method(obj, method: str, args: list, kwargs: dict):
-    """A method call on a known value (str, list, dict, config); Unknown when not modelled."""
-    if any(isinstance(a, Unknown) for a in args):
-        return UNKNOWN
-    if isinstance(obj, str) and method in _STR_METHODS:
-        return getattr(obj, method)(*args, **kwargs)
-    if isinstance(obj, list) and method in ("append", "extend", "index", "count"):
-        return getattr(obj, method)(*args)
-    if isinstance(obj, dict) and method in ("get", "keys", "values", "items"):
-        return getattr(obj, method)(*args)
-    if isinstance(obj, ParamsDict) and method == "keys":
-        return obj
-    if isinstance(obj, Config) and method == "get":
-        value = obj.get(args[0])
-        return (args[1] if len(args) > 1 else None) if isinstance(value, Unknown) else value
-    return UNKNOWN
+@dataclass
+class ClassRef:
+    """A repository class named in the loader; calling it builds an Instance."""
+
+    name: str
 
 
-def _hasattr(obj, name):
-    if isinstance(obj, Config):
-        return obj.has(name)
-    if isinstance(obj, SelfObj):
-        return True if name == "config" else UNKNOWN
-    return UNKNOWN
-
-
-def _getattr(obj, name, default=UNKNOWN):
-    if isinstance(obj, Config):
-        value = obj.get(name)
-        return default if isinstance(value, Unknown) else value
-    return UNKNOWN
-
-
-def _safe(fn):
-    def call(*args, **kwargs):
-        if any(isinstance(a, (Unknown, Config, SelfObj, ParamsDict)) for a in args):
-            return UNKNOWN
-        try:
-            return fn(*args, **kwargs)
-        except (TypeError, ValueError, IndexError, KeyError):
-            return UNKNOWN
-    return call
-
-
-BUILTINS = {
-    "hasattr": _hasattr, "getattr": _getattr, "len": _safe(len), "int": _safe(int), "str": _safe(str),
-    "range": _safe(range), "list": _safe(list), "tuple": _safe(tuple), "set": _safe(set), "any": _safe(any),
-    "all": _safe(all), "min": _safe(min), "max": _safe(max), "sorted": _safe(sorted), "bool": _safe(bool),
-    "enumerate": _safe(lambda x: list(enumerate(x))), "zip": _safe(lambda *x: list(zip(*x))),
-    "True": True, "False": False, "None": None,
-}
-
-_BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Mod: operator.mod,
-           ast.FloorDiv: operator.floordiv}
-
-
-def binop(op, a, b):
-    if isinstance(a, Unknown) or isinstance(b, Unknown) or type(op) not in _BINOPS:
-        return UNKNOWN
-    try:
-        return _BINOPS[type(op)](a, b)
-    except (TypeError, ValueError, ZeroDivisionError):
-        return UNKNOWN
-
-
-def compare_op(op, a, b):
-    """One comparison; `in params_dict` answers from the registered names."""
-    if isinstance(op, (ast.In, ast.NotIn)) and isinstance(b, ParamsDict):
-        if isinstance(a, Unknown):
-            return UNKNOWN
-        present = b.has(a)
-        return present if isinstance(op, ast.In) else not present
-    if isinstance(op, (ast.Is, ast.IsNot)):
-        if isinstance(a, Unknown) or isinstance(b, Unknown):
-            return UNKNOWN
-        return (a is b) if isinstance(op, ast.Is) else (a is not b)
-    if isinstance(a, Unknown) or isinstance(b, Unknown):
-        return UNKNOWN
-    ops = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
-           ast.Gt: operator.gt, ast.GtE: operator.ge, ast.In: lambda x, y: x in y,
-           ast.NotIn: lambda x, y: x not in y}
-    try:
-        return ops[type(op)](a, b)
-    except (TypeError, KeyError):
-        return UNKNOWN
+def match_pattern(pattern, subject) -> dict | None:
+    """Bindings when `pattern` matches `subject` (class patterns with keywords, `_`, names), else None."""
+    if isinstance(pattern, ast.MatchAs):
+        if pattern.pattern is not None:
+            inner = match_pattern(pattern.pattern, subject)
+            return None if inner is None else {**inner, **({pattern.name: subject} if pattern.name else {})}
+        return {pattern.name: subject} if pattern.name else {}
+    if isinstance(pattern, ast.MatchClass) and isinstance(subject, Instance):
+        name = pattern.cls.id if isinstance(pattern.cls, ast.Name) else getattr(pattern.cls, "attr", "")
+        if name != subject.cls or pattern.patterns:
+            return None
+        bound: dict = {}
+        for key, sub in zip(pattern.kwd_attrs, pattern.kwd_patterns, strict=True):
+            inner = match_pattern(sub, subject.kwargs.get(key, UNKNOWN))
+            if inner is None:
+                return None
+            bound.update(inner)
+        return bound
+    return None

@@ -1,17 +1,25 @@
 """Shared helpers for rule tests: run a fixer, validate with real compilers."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
-from agent.rules import Workspace, propose_for
-from agent.validate import Toolchains, Validator
+from agent.patch.validate import Toolchains, Validator
+from agent.proposers.rules import Workspace, propose_for
 from sandboxes.local import LocalSandbox
 from tools.records import Failure
 
 
 def failure(kind: str, file: str, symbol: str, message: str = "") -> Failure:
-    return Failure(kind=kind, message=message or f"error about {symbol}", file=file, symbol=symbol,
-                   signature=f"{kind}:{file}:{symbol}", source="hipcc", facts={"unit": file})
+    return Failure(
+        kind=kind,
+        message=message or f"error about {symbol}",
+        file=file,
+        symbol=symbol,
+        signature=f"{kind}:{file}:{symbol}",
+        source="hipcc",
+        facts={"unit": file},
+    )
 
 
 def propose(root: Path, fail: Failure, arch: str = "gfx942"):
@@ -35,6 +43,7 @@ def host_toolchains(root: Path, with_nvcc: bool = True) -> Toolchains:
 def image_toolchains(root: Path, image: str, arch: str) -> Toolchains:
     """hipcc in the ROCm image for `arch`, host nvcc."""
     from sandboxes.docker import DockerSandbox
+
     return Toolchains(hip=DockerSandbox(image, str(root)), arch=arch, cuda=LocalSandbox(root))
 
 

@@ -1,7 +1,10 @@
 """cub and cuda_std rules: hipcub alias and std traits under USE_ROCM, proven with real compilers."""
+
 from __future__ import annotations
 
-from agent.rules import Workspace, propose_for
+import pytest
+
+from agent.proposers.rules import Workspace, propose_for
 from tests.agent.rules.helpers import declines, failure, host_toolchains, image_toolchains, propose, validate
 
 CUB = """#include <cub/cub.cuh>
@@ -28,11 +31,15 @@ def _again(root, fail):
     return propose_for(fail, Workspace(root=root)).proposals
 
 
+@pytest.mark.slow
 def test_cub_gets_hipcub_and_alias_and_builds_for_gfx942(git_repo, rocm_image, nvcc):
     root = git_repo({"csrc/reduce.cu": CUB})
     fail = failure("cub", "csrc/reduce.cu", "cub/cub.cuh")
     prop = propose(root, fail)
-    assert "+#include <hipcub/hipcub.hpp>\n+namespace cub = hipcub;\n+#else\n #include <cub/cub.cuh>" in prop.diff
+    assert (
+        "+#include <hipcub/hipcub.hpp>\n+namespace cub = hipcub;\n+#else\n #include <cub/cub.cuh>"
+        in prop.diff
+    )
     outcome = validate(root, image_toolchains(root, rocm_image, "gfx942"), prop, fail)
     assert outcome.kept, outcome.reason
     assert [c.detail for c in outcome.checks if c.name.startswith("hipcc")] == ["compiles"]
@@ -62,3 +69,12 @@ def test_declines_atomics_and_renamed_operators(git_repo):
     assert "libhipcxx" in declines(root, failure("cuda_std", "a.cu", "cuda/atomic"))[0]
     renamed = failure("cub", "a.cu", "Max", message="error: no member named 'Max' in namespace 'cub'")
     assert "cuda::maximum" in declines(root, renamed)[0]
+
+
+def test_scan_tile_state_is_declined_with_what_rocprim_offers_instead(git_repo):
+    """hipCUB 6.4 has no ScanTileState; the message names rocPRIM's internal counterpart and why it is no
+    drop-in (the hipcc message after the cub -> hipcub alias, as on a decoupled look-back scan kernel)."""
+    root = git_repo({"scan.cu": "#include <cub/cub.cuh>\nusing State = cub::ScanTileState<int>;\n"})
+    msg = "error: no template named 'ScanTileState' in namespace 'hipcub'"
+    why = declines(root, failure("cub", "scan.cu", "hipcub::ScanTileState", message=msg))[0]
+    assert "rocprim::detail::lookback_scan_state" in why and "redesign" in why

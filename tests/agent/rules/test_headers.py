@@ -1,4 +1,5 @@
 """cuda_header rule: real kernels with CUDA headers, fixed and proven with hipcc and nvcc."""
+
 from __future__ import annotations
 
 import pytest
@@ -42,7 +43,8 @@ def test_fix_compiles_on_host_hipcc_and_nvcc_with_identical_cuda_tokens(git_repo
 
 
 def propose_none(root, fail):
-    from agent.rules import Workspace, propose_for
+    from agent.proposers.rules import Workspace, propose_for
+
     return propose_for(fail, Workspace(root=root)).proposals
 
 
@@ -61,7 +63,7 @@ def test_merges_into_existing_guard_and_compiles_for_gfx942_gfx950(git_repo, roc
     assert not propose_none(root, fail)
 
 
-@pytest.mark.parametrize("header,why", [("cuda.h", "driver API"), ("hip/hip_fp8.h", "ROCm toolchain")])
+@pytest.mark.parametrize(("header", "why"), [("cuda.h", "driver API"), ("hip/hip_fp8.h", "ROCm toolchain")])
 def test_declines_with_reason(git_repo, header, why):
     root = git_repo({"a.cu": f"#include <{header}>\n"})
     reasons = declines(root, failure("cuda_header", "a.cu", header))

@@ -3,14 +3,15 @@
 The model file here is real Python that the test runs after patching: its load_weights renames every
 tensor of a real checkpoint (weights_fixture) through the patched table and loads it by name.
 """
+
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
 
-from agent.rules import Workspace, propose_for
-from agent.rules.weight_names import WeightNameFixer, check_remap
+from agent.proposers.rules import Workspace, propose_for
+from agent.proposers.rules.weight_names import WeightNameFixer, check_remap
 from tests.agent.rules.weights_fixture import NUM_LAYERS, write_checkpoint
 from tools.patching import apply_diff
 from tools.records import Failure
@@ -68,27 +69,36 @@ class TinyMoeForCausalLM:
 '''.replace("NUM_LAYERS", str(NUM_LAYERS))
 
 # Loads the checkpoint's names (index only) through the repo's model; prints what it loaded.
-LOAD = '''import json, sys
+LOAD = """import json, sys
 sys.path.insert(0, ".")
 from models.tiny_moe import TinyMoeForCausalLM
 names = json.load(open(sys.argv[1] + "/model.safetensors.index.json"))["weight_map"]
 model = TinyMoeForCausalLM(params=json.load(open(sys.argv[2])))
 print(json.dumps(sorted(model.load_weights((n, None) for n in names))))
-'''
+"""
 
-STACKED = (("q_proj", "qkv_proj"), ("k_proj", "qkv_proj"), ("v_proj", "qkv_proj"), ("gate_proj", "gate_up_proj"),
-           ("up_proj", "gate_up_proj"))
+STACKED = (
+    ("q_proj", "qkv_proj"),
+    ("k_proj", "qkv_proj"),
+    ("v_proj", "qkv_proj"),
+    ("gate_proj", "gate_up_proj"),
+    ("up_proj", "gate_up_proj"),
+)
 
 
 def registered(name: str, shared: str) -> str:
     """Where the framework registers a checkpoint tensor: head parts at model.mtp, the rest in its block."""
     mtp = f"model.layers.{NUM_LAYERS}."
     if name.startswith(mtp):
-        rest = name[len(mtp):]
+        rest = name[len(mtp) :]
         head = ("enorm.", "hnorm.", "eh_proj.", "shared_head.")
-        name = ("model.mtp." + rest if rest.startswith(head) else
-                shared + rest[len("mlp.shared_experts"):] if rest.startswith("mlp.shared_experts.") else
-                "model.mtp.block." + rest)
+        name = (
+            "model.mtp." + rest
+            if rest.startswith(head)
+            else shared + rest[len("mlp.shared_experts") :]
+            if rest.startswith("mlp.shared_experts.")
+            else "model.mtp.block." + rest
+        )
     for shard, param in STACKED:
         if shard in name:
             return name.replace(shard, param)
@@ -101,23 +111,37 @@ def _case(git_repo, tmp_path, shared: str = "model.mtp.shared_experts"):
     names = [n for n in write_checkpoint(ckpt) if "rotary_emb" not in n]
     expected = {registered(n, shared): {} for n in names}
     (tmp_path / "expected.json").write_text(json.dumps(sorted(expected)))
-    failure = Failure(kind="weight_name", message="KeyError", file=MODEL_REL,
-                      symbol="model.mtp.block.mlp.shared_experts.gate_up_proj.weight")
+    failure = Failure(
+        kind="weight_name",
+        message="KeyError",
+        file=MODEL_REL,
+        symbol="model.mtp.block.mlp.shared_experts.gate_up_proj.weight",
+    )
     return repo, ckpt, Workspace(root=repo, checkpoint=ckpt, expected_params=expected), failure
 
 
 def _load(repo, ckpt, tmp_path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "load.py", str(ckpt), str(tmp_path / "expected.json")], cwd=repo,
-                          capture_output=True, text=True, check=False, timeout=60)
+    return subprocess.run(
+        [sys.executable, "load.py", str(ckpt), str(tmp_path / "expected.json")],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
 
 
 def test_missing_entries_go_into_the_loaders_table_specific_before_general(git_repo, tmp_path):
     repo, ckpt, ws, failure = _case(git_repo, tmp_path)
     assert "KeyError" in _load(repo, ckpt, tmp_path).stderr
     proposal = WeightNameFixer().propose(failure, ws)
-    added = [line for line in proposal.diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    added = [
+        line for line in proposal.diff.splitlines() if line.startswith("+") and not line.startswith("+++")
+    ]
     assert added == ['+    ("mlp.shared_experts", "shared_experts"),', '+    ("shared_head", "shared_head"),']
-    assert not [line for line in proposal.diff.splitlines() if line.startswith("-") and not line.startswith("---")]
+    assert not [
+        line for line in proposal.diff.splitlines() if line.startswith("-") and not line.startswith("---")
+    ]
     # shared_experts before ("mlp", ...), which would take it first
     table = proposal.diff.split("HEAD_PARTS = (")[1]
     assert table.index('"mlp.shared_experts"') < table.index('("mlp", "block.mlp")')

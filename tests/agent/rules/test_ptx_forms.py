@@ -1,7 +1,8 @@
 """inline_ptx with a known ROCm form: rewritten under USE_ROCM, CUDA branch untouched, proven on gfx942 + nvcc."""
+
 from __future__ import annotations
 
-from agent.rules import Workspace, propose_for
+from agent.proposers.rules import Workspace, propose_for
 from tests.agent.rules.helpers import declines, failure, image_toolchains, propose, validate
 
 KERNEL = """#ifdef USE_ROCM
@@ -32,12 +33,18 @@ def test_known_ptx_forms_get_their_rocm_spelling_and_cuda_keeps_the_asm(git_repo
     root = git_repo({"csrc/k.cu": KERNEL})
     fail = failure("inline_ptx", "csrc/k.cu", "mov.b32", "invalid input constraint 'f' in asm")
     prop = propose(root, fail)
-    assert "+  lane = __lane_id();\n+#else\n   asm volatile(\"mov.u32 %0, %%laneid;\" : \"=r\"(lane));\n" in prop.diff
+    assert (
+        '+  lane = __lane_id();\n+#else\n   asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));\n'
+        in prop.diff
+    )
     assert "__builtin_nontemporal_load(reinterpret_cast<const uint32_t*>(p))" in prop.diff  # .cs is streaming
     assert "-  asm" not in prop.diff  # the CUDA statements are not edited
     outcome = validate(root, image_toolchains(root, rocm_image, "gfx942"), prop, fail)
     assert outcome.kept, outcome.reason
-    assert [c.detail for c in outcome.checks if c.name.startswith(("hipcc", "nvcc"))] == ["compiles", "compiles"]
+    assert [c.detail for c in outcome.checks if c.name.startswith(("hipcc", "nvcc"))] == [
+        "compiles",
+        "compiles",
+    ]
     assert not propose_for(fail, Workspace(root=root)).proposals
 
 

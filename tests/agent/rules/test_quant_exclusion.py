@@ -1,21 +1,26 @@
 """quant_exclusion: the GLM MTP shared-experts case on a real checkpoint and a real model file."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from agent.rules import Workspace, propose_for
-from agent.rules.quant_exclusion import QuantExclusionFixer, check_exclusions
-from agent.rules.weight_names import WeightNameFixer
+from agent.proposers.rules import Workspace, propose_for
+from agent.proposers.rules.quant_exclusion import QuantExclusionFixer, check_exclusions
+from agent.proposers.rules.weight_names import WeightNameFixer
 from tests.agent.rules.weights_fixture import MODEL_REL, profile, repo_files, run_load, write_checkpoint
 from tools.diagnose import diagnose_text
 from tools.patching import apply_diff
 from tools.records import Failure
 
 # Written in checkpoint names, like the GLM-5.2 config: the MTP head's modules under model.layers.2.
-EXCLUDE = ["model.layers.0.mlp", "model.layers.1.mlp", "model.layers.2.mlp.experts",
-           "model.layers.2.mlp.shared_experts"]
+EXCLUDE = [
+    "model.layers.0.mlp",
+    "model.layers.1.mlp",
+    "model.layers.2.mlp.experts",
+    "model.layers.2.mlp.shared_experts",
+]
 
 
 def _diagnosed(repo, ckpt, kind: str) -> Failure:
@@ -60,8 +65,12 @@ def test_after_the_name_fix_the_shape_mismatch_is_fixed_in_the_model(quant_case)
 
 def test_without_a_loader_remap_one_patch_adds_table_and_hook(quant_case):
     repo, ckpt, ws = quant_case
-    failure = Failure(kind="quant_exclusion", message="shape mismatch [64, 16] vs [64, 32]", file=MODEL_REL,
-                      facts={"shapes": [[64, 16], [64, 32]]})
+    failure = Failure(
+        kind="quant_exclusion",
+        message="shape mismatch [64, 16] vs [64, 32]",
+        file=MODEL_REL,
+        facts={"shapes": [[64, 16], [64, 32]]},
+    )
     proposal = QuantExclusionFixer().propose(failure, ws)
     assert '("model.layers.2.mlp.shared_experts.", "model.mtp.mlp.shared_expert."),' in proposal.diff
     assert "name = _remap_checkpoint_name(name)" in proposal.diff

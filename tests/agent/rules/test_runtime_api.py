@@ -1,7 +1,8 @@
 """Runtime API and cooperative-groups rules for repos built without hipify, proven with hipcc gfx942 and nvcc."""
+
 from __future__ import annotations
 
-from agent.rules import Workspace, propose_for
+from agent.proposers.rules import Workspace, propose_for
 from tests.agent.rules.helpers import declines, failure, image_toolchains, propose, validate
 
 RUNTIME = """#include <cuda_runtime.h>
@@ -63,7 +64,10 @@ def test_runtime_names_map_in_one_new_header_and_the_launch_attributes_drop(git_
     fail = failure("stream_api", "csrc/launch.cu", "cudaStream_t")
     prop = propose(root, fail)
     assert prop.files == ["csrc/launch.cu", "csrc/rocm_compat.h"]
-    assert "+#define cudaMemcpyAsync hipMemcpyAsync\n" in prop.diff and "+#define cudaEvent_t hipEvent_t\n" in prop.diff
+    assert (
+        "+#define cudaMemcpyAsync hipMemcpyAsync\n" in prop.diff
+        and "+#define cudaEvent_t hipEvent_t\n" in prop.diff
+    )
     assert '+#include "rocm_compat.h"\n' in prop.diff
     outcome = validate(root, image_toolchains(root, rocm_image, "gfx942"), prop, fail)
     assert outcome.kept, outcome.reason
@@ -73,17 +77,26 @@ def test_runtime_names_map_in_one_new_header_and_the_launch_attributes_drop(git_
 
 
 def test_unknown_runtime_name_uses_the_compilers_hip_suggestion(git_repo):
-    root = git_repo({"k.cu": "#include <hip/hip_runtime.h>\nint a = cudaDevAttrMaxThreadsPerMultiProcessor;\n"})
-    msg = ("use of undeclared identifier 'cudaDevAttrMaxThreadsPerMultiProcessor'; did you mean "
-           "'hipDeviceAttributeMaxThreadsPerMultiProcessor'?")
+    root = git_repo(
+        {"k.cu": "#include <hip/hip_runtime.h>\nint a = cudaDevAttrMaxThreadsPerMultiProcessor;\n"}
+    )
+    msg = (
+        "use of undeclared identifier 'cudaDevAttrMaxThreadsPerMultiProcessor'; did you mean "
+        "'hipDeviceAttributeMaxThreadsPerMultiProcessor'?"
+    )
     prop = propose(root, failure("compile_error", "k.cu", "cudaDevAttrMaxThreadsPerMultiProcessor", msg))
-    assert ("+#define cudaDevAttrMaxThreadsPerMultiProcessor hipDeviceAttributeMaxThreadsPerMultiProcessor\n"
-            in prop.diff)
+    assert (
+        "+#define cudaDevAttrMaxThreadsPerMultiProcessor hipDeviceAttributeMaxThreadsPerMultiProcessor\n"
+        in prop.diff
+    )
 
 
 def test_runtime_name_without_a_hip_counterpart_declines(git_repo):
     root = git_repo({"k.cu": "int a = cudaNoSuchThing;\n"})
-    assert "no known HIP runtime counterpart" in declines(root, failure("compile_error", "k.cu", "cudaNoSuchThing"))[0]
+    assert (
+        "no known HIP runtime counterpart"
+        in declines(root, failure("compile_error", "k.cu", "cudaNoSuchThing"))[0]
+    )
 
 
 def test_cg_reduce_becomes_a_tile_reduction_on_rocm(git_repo, rocm_image, nvcc):
@@ -98,8 +111,10 @@ def test_cg_reduce_becomes_a_tile_reduction_on_rocm(git_repo, rocm_image, nvcc):
 
 
 def test_grid_constant_expands_to_nothing_on_rocm(git_repo, rocm_image, nvcc):
-    kernel = ("#ifdef USE_ROCM\n#include <hip/hip_runtime.h>\n#endif\nstruct Params { int n; float* out; };\n\n"
-              "__global__ void k(const Params __grid_constant__ p) { p.out[threadIdx.x] = p.n; }\n")
+    kernel = (
+        "#ifdef USE_ROCM\n#include <hip/hip_runtime.h>\n#endif\nstruct Params { int n; float* out; };\n\n"
+        "__global__ void k(const Params __grid_constant__ p) { p.out[threadIdx.x] = p.n; }\n"
+    )
     root = git_repo({"csrc/k.cu": kernel})
     fail = failure("compile_error", "csrc/k.cu", "", "expected ')'")
     fail.line = 6
@@ -107,4 +122,7 @@ def test_grid_constant_expands_to_nothing_on_rocm(git_repo, rocm_image, nvcc):
     assert "+#define __grid_constant__\n" in prop.diff
     outcome = validate(root, image_toolchains(root, rocm_image, "gfx942"), prop, fail)
     assert outcome.kept, outcome.reason
-    assert [c.detail for c in outcome.checks if c.name.startswith(("hipcc", "nvcc"))] == ["compiles", "compiles"]
+    assert [c.detail for c in outcome.checks if c.name.startswith(("hipcc", "nvcc"))] == [
+        "compiles",
+        "compiles",
+    ]

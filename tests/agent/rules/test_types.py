@@ -1,7 +1,8 @@
 """bf16/fp16/fp8 type-name rule: typedefs of the HIP types under USE_ROCM, built for gfx942 and gfx950."""
+
 from __future__ import annotations
 
-from agent.rules import Workspace, propose_for
+from agent.proposers.rules import Workspace, propose_for
 from tests.agent.rules.helpers import declines, failure, image_toolchains, propose, validate
 
 BF16 = """#include <cuda_runtime.h>

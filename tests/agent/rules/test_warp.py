@@ -1,7 +1,10 @@
 """warp_intrinsic rule: one compat header per repo, 32-lane semantics kept, proven with real compilers."""
+
 from __future__ import annotations
 
-from agent.rules import Workspace, propose_for
+import pytest
+
+from agent.proposers.rules import Workspace, propose_for
 from tests.agent.rules.helpers import declines, failure, host_toolchains, image_toolchains, propose, validate
 
 REDUCE = """#include <cstdint>
@@ -34,7 +37,10 @@ def test_32_lane_kernel_gets_warp32_macros_and_one_compat_header(git_repo):
     root = git_repo({"csrc/reduce/sum.cu": REDUCE})
     prop = propose(root, failure("warp_intrinsic", "csrc/reduce/sum.cu", "__shfl_xor_sync"))
     assert prop.files == ["csrc/reduce/sum.cu", "csrc/rocm_compat.h"]
-    assert "+  for (int offset = 16; offset > 0; offset /= 2) v += WARP32_SHFL_XOR(0xffffffff, v, offset);" in prop.diff
+    assert (
+        "+  for (int offset = 16; offset > 0; offset /= 2) v += WARP32_SHFL_XOR(0xffffffff, v, offset);"
+        in prop.diff
+    )
     assert "WARP32_BALLOT(WARP32_ACTIVEMASK(), v < 0.f)" in prop.diff and "+  WARP_SYNC();" in prop.diff
     assert '+#include "../rocm_compat.h"' in prop.diff
     assert "__shfl_xor(var, lane_mask, 32)" in prop.diff  # explicit width 32 on ROCm
@@ -42,6 +48,7 @@ def test_32_lane_kernel_gets_warp32_macros_and_one_compat_header(git_repo):
     assert "only proven by running the kernel" in prop.rationale
 
 
+@pytest.mark.slow
 def test_warp_fix_compiles_everywhere_and_cuda_tokens_unchanged(git_repo, hipcc, nvcc, rocm_image):
     root = git_repo({"csrc/reduce/sum.cu": REDUCE, "csrc/bcast.cu": GENERIC})
     fail = failure("warp_intrinsic", "csrc/reduce/sum.cu", "__shfl_xor_sync")
@@ -56,8 +63,12 @@ def test_warp_fix_compiles_everywhere_and_cuda_tokens_unchanged(git_repo, hipcc,
     # The second kernel reuses the header, adding only the macros it needs; width kept as written.
     fail2 = failure("warp_intrinsic", "csrc/bcast.cu", "__shfl_sync")
     prop2 = propose(root, fail2, "gfx90a")
-    assert prop2.files == ["csrc/bcast.cu", "csrc/rocm_compat.h"] and '+#include "rocm_compat.h"' in prop2.diff
-    assert prop2.diff.count("new file mode") == 0 and prop2.diff.count("+#define WARP_SHFL_DOWN(mask, ...)") == 2
+    assert (
+        prop2.files == ["csrc/bcast.cu", "csrc/rocm_compat.h"] and '+#include "rocm_compat.h"' in prop2.diff
+    )
+    assert (
+        prop2.diff.count("new file mode") == 0 and prop2.diff.count("+#define WARP_SHFL_DOWN(mask, ...)") == 2
+    )
     assert "+#define WARP32_SHFL_XOR" not in prop2.diff
     assert "WARP_SHFL(0xffffffff, v, 0, warpSize)" in prop2.diff and "COMPAT_LDG(&x[0])" in prop2.diff
     assert "WARP_SHFL_DOWN(0xffffffff, v, 1)" in prop2.diff  # warpSize-generic: hardware width
@@ -67,8 +78,9 @@ def test_warp_fix_compiles_everywhere_and_cuda_tokens_unchanged(git_repo, hipcc,
 
 
 def _compile(root, tools, unit):
-    from agent.validate import Validator
-    return Validator(root, tools)._hip([unit], None)
+    from agent.patch.validate import Validator, compile_hip_units
+
+    return Validator(root, tools)._hip([unit], None, compile_hip_units(tools, root, [unit]))
 
 
 def test_declines_intrinsics_without_hip_equivalent(git_repo):
@@ -77,9 +89,11 @@ def test_declines_intrinsics_without_hip_equivalent(git_repo):
 
 
 def test_tensor_core_ptx_is_declined_with_reason(git_repo):
-    mma = ('__device__ void f(unsigned* d, unsigned* a) {\n'
-           '  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0}, {%1};" : "=r"(d[0]) : "r"(a[0]));\n'
-           '}\n')
+    mma = (
+        "__device__ void f(unsigned* d, unsigned* a) {\n"
+        '  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0}, {%1};" : "=r"(d[0]) : "r"(a[0]));\n'
+        "}\n"
+    )
     root = git_repo({"mma.cu": mma})
     fail = failure("inline_ptx", "mma.cu", "asm", message="error: invalid instruction")
     fail.line = 2
@@ -118,5 +132,9 @@ def test_extends_the_repos_own_compat_header(git_repo, hipcc, nvcc):
     assert '+#include "' not in prop.diff and "WARP_SHFL_XOR(0xffffffff, v, offset)" in prop.diff
     outcome = validate(root, host_toolchains(root), prop, fail)
     assert outcome.kept, outcome.reason
-    assert {c.name for c in outcome.checks} >= {"cuda -E identity csrc/gate.cu", "cuda -E identity csrc/compat.h",
-                                                 "hipcc gfx90a csrc/gate.cu", "nvcc csrc/gate.cu"}
+    assert {c.name for c in outcome.checks} >= {
+        "cuda -E identity csrc/gate.cu",
+        "cuda -E identity csrc/compat.h",
+        "hipcc gfx90a csrc/gate.cu",
+        "nvcc csrc/gate.cu",
+    }

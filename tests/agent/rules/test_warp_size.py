@@ -1,7 +1,10 @@
 """warp_size rule: literals derived from WARP_SIZE in warpSize-generic kernels; 32-lane kernels left alone."""
+
 from __future__ import annotations
 
-from agent.rules import Workspace, propose_for
+import pytest
+
+from agent.proposers.rules import Workspace, propose_for
 from tests.agent.rules.helpers import declines, failure, host_toolchains, image_toolchains, propose, validate
 
 MIXED = """__global__ void lane_sums(const float* x, float* out) {
@@ -85,21 +88,30 @@ def test_32_lane_kernel_keeps_its_literals(git_repo):
     assert "HIPCUB_WARP_THREADS" in declines(root, failure("warp_size", "k.cu", "CUB_WARP_THREADS"))[0]
 
 
+@pytest.mark.slow
 def test_cub_warp_threads_and_lane_masks_follow_the_repo_warp_size(git_repo, nvcc, rocm_image):
     root = git_repo({"csrc/compat.h": COMPAT, "csrc/gate.cu": GATE})
-    fail = failure("warp_size", "csrc/gate.cu", "CUB_WARP_THREADS",
-                   "csrc/gate.cu:10:30: error: use of undeclared identifier 'CUB_WARP_THREADS'")
+    fail = failure(
+        "warp_size",
+        "csrc/gate.cu",
+        "CUB_WARP_THREADS",
+        "csrc/gate.cu:10:30: error: use of undeclared identifier 'CUB_WARP_THREADS'",
+    )
     fail.line = 10
     prop = propose(root, fail)
     assert prop.files == ["csrc/gate.cu"]  # the repo's WARP_SIZE serves: no new header, no new include
-    assert ("+#ifdef USE_ROCM\n+constexpr int kWarpThreads = WARP_SIZE;\n+#else\n"
-            " constexpr int kWarpThreads = CUB_WARP_THREADS(0);\n+#endif\n") in prop.diff
+    assert (
+        "+#ifdef USE_ROCM\n+constexpr int kWarpThreads = WARP_SIZE;\n+#else\n"
+        " constexpr int kWarpThreads = CUB_WARP_THREADS(0);\n+#endif\n"
+    ) in prop.diff
     # Both lane lines in one ROCm block; the CUDA lines stay as written in the #else branch.
-    assert ("+#ifdef USE_ROCM\n"
-            "+  const int warp = blockIdx.x * (blockDim.x / kWarpThreads) + (threadIdx.x / WARP_SIZE);\n"
-            "+  const int lane = threadIdx.x & (WARP_SIZE - 1);\n+#else\n"
-            "   const int warp = blockIdx.x * (blockDim.x / kWarpThreads) + (threadIdx.x >> 5);\n"
-            "   const int lane = threadIdx.x & 0x1f;\n+#endif\n") in prop.diff
+    assert (
+        "+#ifdef USE_ROCM\n"
+        "+  const int warp = blockIdx.x * (blockDim.x / kWarpThreads) + (threadIdx.x / WARP_SIZE);\n"
+        "+  const int lane = threadIdx.x & (WARP_SIZE - 1);\n+#else\n"
+        "   const int warp = blockIdx.x * (blockDim.x / kWarpThreads) + (threadIdx.x >> 5);\n"
+        "   const int lane = threadIdx.x & 0x1f;\n+#endif\n"
+    ) in prop.diff
     outcome = validate(root, image_toolchains(root, rocm_image, "gfx942"), prop, fail)
     assert outcome.kept, outcome.reason
     checks = {c.name: (c.ok, c.detail) for c in outcome.checks}
@@ -113,25 +125,33 @@ def test_cub_warp_threads_and_lane_masks_follow_the_repo_warp_size(git_repo, nvc
 
 def test_shift_inside_a_wider_expression_is_not_rewritten(git_repo):
     # `base + tid >> 5` is `(base + tid) >> 5`; `/ WARP_SIZE` there would bind to tid alone.
-    src = ("__global__ void k(int* x, int base) {\n  int tid = threadIdx.x;\n"
-           "  x[tid % WARP_SIZE] = base + tid >> 5;\n}\n")
+    src = (
+        "__global__ void k(int* x, int base) {\n  int tid = threadIdx.x;\n"
+        "  x[tid % WARP_SIZE] = base + tid >> 5;\n}\n"
+    )
     root = git_repo({"k.cu": src})
     assert "cannot rewrite safely" in declines(root, failure("warp_size", "k.cu", ">> 5"))[0]
 
 
 def test_suffixed_masks_and_plain_shifts_get_rocm_copies():
-    from agent.rules.warp_size import rewrite
+    from agent.proposers.rules.warp_size import rewrite
+
     src = "x = f(tid >> 5u);\ny = lane_id & 31u;\nz = a + tid >> 5;\n"
     new, skipped = rewrite(src, [1, 2, 3])
-    assert new == ("#ifdef USE_ROCM\nx = f(tid / WARP_SIZE);\ny = lane_id & (WARP_SIZE - 1);\n#else\n"
-                   "x = f(tid >> 5u);\ny = lane_id & 31u;\n#endif\nz = a + tid >> 5;\n")
+    assert new == (
+        "#ifdef USE_ROCM\nx = f(tid / WARP_SIZE);\ny = lane_id & (WARP_SIZE - 1);\n#else\n"
+        "x = f(tid >> 5u);\ny = lane_id & 31u;\n#endif\nz = a + tid >> 5;\n"
+    )
     assert skipped == ["line 3 (no safe rewrite of the literal in this expression)"]
 
 
 def test_cub_warp_threads_without_a_warp_size_gets_one_compat_header(git_repo):
     # No WARP_SIZE anywhere: the rule creates the one compat header defining it and includes it.
-    gate = (GATE.replace('#include "compat.h"\n\n', "").replace("WARP_SIZE / 2", "kWarpThreads / 2")
-            .replace("SHFL_XOR(v, o)", "__shfl_xor_sync(0xffffffffu, v, o)"))
+    gate = (
+        GATE.replace('#include "compat.h"\n\n', "")
+        .replace("WARP_SIZE / 2", "kWarpThreads / 2")
+        .replace("SHFL_XOR(v, o)", "__shfl_xor_sync(0xffffffffu, v, o)")
+    )
     root = git_repo({"csrc/gate.cu": gate})
     prop = propose(root, failure("warp_size", "csrc/gate.cu", "CUB_WARP_THREADS"))
     assert prop.files == ["csrc/gate.cu", "csrc/rocm_compat.h"]

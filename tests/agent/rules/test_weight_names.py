@@ -1,4 +1,5 @@
 """weight_names: a real checkpoint, a real sglang-shaped model file, the patched load_weights executed."""
+
 from __future__ import annotations
 
 import json
@@ -10,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from agent.profiles import load_profile
-from agent.rules import Workspace, propose_for
-from agent.rules.quant_exclusion import QuantExclusionFixer
-from agent.rules.weight_names import WeightNameFixer, check_remap
+from agent.proposers.rules import Workspace, propose_for
+from agent.proposers.rules.quant_exclusion import QuantExclusionFixer
+from agent.proposers.rules.weight_names import WeightNameFixer, check_remap
 from evals.taskdefs import load_task, materialize
 from tests.agent.rules.weights_fixture import MODEL_REL, profile, repo_files, run_load, write_checkpoint
 from tools.diagnose import diagnose_text
@@ -24,7 +25,9 @@ def _load_failure(repo, ckpt) -> Failure:
     """Run the real load and diagnose its traceback, as the agent does with a server log."""
     done = run_load(repo, ckpt)
     assert done.returncode != 0
-    failures = [f for f in diagnose_text(done.stderr, repo_root=repo, source="python") if f.kind == "weight_name"]
+    failures = [
+        f for f in diagnose_text(done.stderr, repo_root=repo, source="python") if f.kind == "weight_name"
+    ]
     assert failures, done.stderr
     return failures[0]
 
@@ -92,8 +95,12 @@ def test_ambiguous_remap_declines_with_reason(git_repo, tmp_path):
 
 def test_no_checkpoint_or_expected_params_declines(mtp_case):
     repo, ckpt, _ = mtp_case
-    failure = Failure(kind="weight_name", message="KeyError", file=MODEL_REL,
-                      symbol="model.layers.2.mlp.shared_experts.down_proj.weight")
+    failure = Failure(
+        kind="weight_name",
+        message="KeyError",
+        file=MODEL_REL,
+        symbol="model.layers.2.mlp.shared_experts.down_proj.weight",
+    )
     result = propose_for(failure, Workspace(root=repo))
     assert result.proposals == [] and "no checkpoint" in result.declines[0]
     result = propose_for(failure, Workspace(root=repo, checkpoint=ckpt))
@@ -113,16 +120,24 @@ def test_check_rejects_a_remap_that_drops_tensors(mtp_case):
 def test_tinyserve_mtp_name_and_exclusion_faults_fixed_end_to_end(git_repo, tmp_path):
     """The eval fixture with both GLM faults injected: diagnose the real load, fix, reload until it loads."""
     src = Path(__file__).resolve().parents[3] / "evals/frameworks/tinyserve"
-    files = {str(p.relative_to(src)): p.read_text() for p in src.rglob("*")
-             if p.is_file() and "__pycache__" not in p.parts and "build" not in p.parts and p.suffix != ".so"}
+    files = {
+        str(p.relative_to(src)): p.read_text()
+        for p in src.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and "build" not in p.parts and p.suffix != ".so"
+    }
     model = files["tinyserve/models/glm_moe.py"]
     faulty = model.replace('    ("mlp.shared_experts", "shared_experts"),\n', "").replace(
-        "quant_config.remapped(self.remap_checkpoint_name) if quant_config else None", "quant_config")
+        "quant_config.remapped(self.remap_checkpoint_name) if quant_config else None", "quant_config"
+    )
     assert faulty.count("\n") == model.count("\n") - 1 and "remapped(" not in faulty, "fixture changed shape"
     repo = git_repo({**files, "tinyserve/models/glm_moe.py": faulty})
     ckpt = tmp_path / "ckpt"
-    subprocess.run([sys.executable, "-m", "tinyserve.make_checkpoint", "--out", str(ckpt), "--quant", "mxfp4"],
-                   cwd=repo, check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "tinyserve.make_checkpoint", "--out", str(ckpt), "--quant", "mxfp4"],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
     ws = Workspace(root=repo, profile=load_profile("tinyserve"), checkpoint=ckpt)
     load = [sys.executable, "-c", f"from tinyserve.model_loader import load_model; load_model({str(ckpt)!r})"]
     fixed = []
@@ -147,13 +162,28 @@ def _glm52(tmp_path, exclusion_fault: bool = True):
     repo = materialize(task, tmp_path / "repo")
     ckpt = tmp_path / "ckpt"
     env = {**os.environ, "PYTHONPATH": str(repo)}
-    subprocess.run(task.checkpoint_command(str(ckpt)), shell=True, cwd=repo, env=env, check=True,
-                   capture_output=True)
+    # the task's own command line, as the eval runner runs it
+    subprocess.run(  # noqa: S602
+        task.checkpoint_command(str(ckpt)),
+        shell=True,
+        cwd=repo,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     profile = load_profile("tinyserve")
 
     def load() -> subprocess.CompletedProcess:  # the profile's load_check, as the agent runs it
-        return subprocess.run(profile.load_check.format(model_path=ckpt), shell=True, cwd=repo, env=env,
-                              capture_output=True, text=True, check=False, timeout=300)
+        return subprocess.run(  # noqa: S602
+            profile.load_check.format(model_path=ckpt),
+            shell=True,
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=300,
+        )
 
     return repo, Workspace(root=repo, profile=profile, checkpoint=ckpt), load
 
@@ -185,20 +215,26 @@ def test_glm52_flagship_name_fix_is_the_missing_entry_of_the_loaders_table(tmp_p
     result = propose_for(failure, ws)
     assert len(result.proposals) == 1, result.declines
     exclusions = result.proposals[0]
-    assert "+        quant_config = _with_framework_exclusions(quant_config, self.remap_checkpoint_name)" \
+    assert (
+        "+        quant_config = _with_framework_exclusions(quant_config, self.remap_checkpoint_name)"
         in exclusions.diff
+    )
     assert "_CHECKPOINT_NAME_REMAP" not in exclusions.diff and _changed(exclusions.diff, "-") == []
     assert QuantExclusionFixer().check(exclusions, ws).ok
     apply_diff(repo, exclusions.diff)
     done = load()
     assert done.returncode == 0, done.stderr
-    assert WeightNameFixer().propose(failure, ws) is None and QuantExclusionFixer().propose(failure, ws) is None
+    assert (
+        WeightNameFixer().propose(failure, ws) is None and QuantExclusionFixer().propose(failure, ws) is None
+    )
 
 
 def test_glm52_one_line_name_fix_also_fixes_the_exclusions_that_share_its_remap(tmp_path):
     repo, ws, load = _glm52(tmp_path, exclusion_fault=False)
     failure = _diagnose(load(), repo)
-    asked_anyway = Failure(kind="quant_exclusion", message="size mismatch", file="tinyserve/models/glm_moe.py")
+    asked_anyway = Failure(
+        kind="quant_exclusion", message="size mismatch", file="tinyserve/models/glm_moe.py"
+    )
     result = propose_for(asked_anyway, ws)
     assert result.proposals == [] and "exclusions already go through the loader's remap" in result.declines[0]
 

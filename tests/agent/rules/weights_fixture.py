@@ -4,6 +4,7 @@ The checkpoint stores the MTP head as decoder layer NUM_LAYERS (GLM/DeepSeek lay
 registers it under other prefixes, so loading fails until the names are remapped. `run_load` imports
 the model file from the repo in a fresh interpreter and loads every shard, as a server would.
 """
+
 from __future__ import annotations
 
 import json
@@ -67,8 +68,8 @@ class TinyMoeForCausalLM:
         self.params[name] = Param(shape, shards)
 
     def add_mlp(self, prefix):
-        self.add(f"{{prefix}}.gate_up_proj.weight", (2 * INTER, HIDDEN), {{0: slice(0, INTER), 1: slice(INTER, 2 * INTER)}},
-                 module=prefix)
+        self.add(f"{{prefix}}.gate_up_proj.weight", (2 * INTER, HIDDEN),
+                 {{0: slice(0, INTER), 1: slice(INTER, 2 * INTER)}}, module=prefix)
         self.add(f"{{prefix}}.down_proj.weight", (HIDDEN, INTER), module=prefix)
 
     def add_layer(self, prefix, shared):
@@ -122,7 +123,7 @@ class Mxfp4Config:
 '''
 
 # Loads every shard of the checkpoint into the model, as the server would; prints what it loaded.
-LOADER = '''import json, sys
+LOADER = """import json, sys
 from pathlib import Path
 from safetensors.numpy import load_file
 sys.path.insert(0, ".")
@@ -141,31 +142,54 @@ model.load_weights(weights())
 missing = [n for n, p in model.params.items() if len(p.loaded) != max(1, len(p.shards))]
 print(json.dumps({"params": len(model.params), "missing": missing,
                   "checksum": {n: float(p.data.sum()) for n, p in model.params.items()}}))
-'''
+"""
 
 # Prints the framework's expected parameters, as a profile's expected_params hook does.
-EXPECTED = '''import json, sys
+EXPECTED = """import json, sys
 sys.path.insert(0, ".")
 from models.tiny_moe import TinyMoeForCausalLM
 print(json.dumps({n: {"shape": list(p.shape), "dtype": "float32"} for n, p in TinyMoeForCausalLM().named_parameters()}))
-'''
+"""
 
 
 def profile() -> Profile:
     """A framework profile for the tiny repo: expected params from its hook, loaders under models/."""
-    return Profile(name="tiny", build=BuildSpec(rocm="true"), launch=LaunchSpec(command="serve {port}"),
-                   expected_params="python3 expected_params.py {model_path}", model_loaders=["models/*.py"])
+    return Profile(
+        name="tiny",
+        build=BuildSpec(rocm="true"),
+        launch=LaunchSpec(command="serve {port}"),
+        expected_params="python3 expected_params.py {model_path}",
+        model_loaders=["models/*.py"],
+    )
 
 
-def model_source(decoder: str = "model.mtp", head: str = "model.mtp", shared: str = "shared_expert",
-                 head_norms: tuple[str, ...] = ("enorm", "hnorm")) -> str:
-    return MODEL.format(NUM_LAYERS=NUM_LAYERS, HIDDEN=HIDDEN, INTER=INTER, EXPERTS=EXPERTS, VOCAB=VOCAB,
-                        decoder=decoder, head=head, shared=shared, head_norms=repr(tuple(head_norms)))
+def model_source(
+    decoder: str = "model.mtp",
+    head: str = "model.mtp",
+    shared: str = "shared_expert",
+    head_norms: tuple[str, ...] = ("enorm", "hnorm"),
+) -> str:
+    return MODEL.format(
+        NUM_LAYERS=NUM_LAYERS,
+        HIDDEN=HIDDEN,
+        INTER=INTER,
+        EXPERTS=EXPERTS,
+        VOCAB=VOCAB,
+        decoder=decoder,
+        head=head,
+        shared=shared,
+        head_norms=repr(tuple(head_norms)),
+    )
 
 
 def repo_files(**layout) -> dict[str, str]:
-    return {MODEL_REL: model_source(**layout), "models/__init__.py": "", "models/quant.py": QUANT,
-            "load_checkpoint.py": LOADER, "expected_params.py": EXPECTED}
+    return {
+        MODEL_REL: model_source(**layout),
+        "models/__init__.py": "",
+        "models/quant.py": QUANT,
+        "load_checkpoint.py": LOADER,
+        "expected_params.py": EXPECTED,
+    }
 
 
 def _checkpoint_tensors() -> dict[str, np.ndarray]:
@@ -217,5 +241,11 @@ def write_checkpoint(root: Path, exclude: list[str] | None = None) -> dict[str, 
 
 def run_load(repo: Path, ckpt: Path) -> subprocess.CompletedProcess:
     """Load the checkpoint through the repo's (possibly patched) load_weights in a fresh interpreter."""
-    return subprocess.run([sys.executable, "load_checkpoint.py", str(ckpt)], cwd=repo, capture_output=True,
-                          text=True, check=False, timeout=120)
+    return subprocess.run(
+        [sys.executable, "load_checkpoint.py", str(ckpt)],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )

@@ -1,4 +1,5 @@
 """Results store (real SQLite, append-only), regressions, clusters, since-tracking, reports."""
+
 import sqlite3
 
 import pytest
@@ -9,15 +10,25 @@ from agent.sweep.results import STAGES, CellResult, ResultStore
 from tests.browser import render
 
 ALL = dict.fromkeys(STAGES, True)
-HEADER = {"kind": "cuda_header", "signature": "cuda_header:csrc/fused.cu:cuda_bf16.h",
-          "message": "'cuda_bf16.h' file not found"}
+HEADER = {
+    "kind": "cuda_header",
+    "signature": "cuda_header:csrc/fused.cu:cuda_bf16.h",
+    "message": "'cuda_bf16.h' file not found",
+}
 
 
 def _r(key, night, tok=100.0, stages=ALL, failures=()):
     passed = all(stages.values())
-    return CellResult(cell_key=key, night=night, sweep="s", status="passed" if passed else "failed",
-                      stages=dict(stages), output_tok_s=tok if passed else None, failures=list(failures),
-                      provenance={"framework_commit": "abc", "target": "gfx942"})
+    return CellResult(
+        cell_key=key,
+        night=night,
+        sweep="s",
+        status="passed" if passed else "failed",
+        stages=dict(stages),
+        output_tok_s=tok if passed else None,
+        failures=list(failures),
+        provenance={"framework_commit": "abc", "target": "gfx942"},
+    )
 
 
 def _history(store):
@@ -25,8 +36,14 @@ def _history(store):
         store.record(_r("a", night, 100.0 + (night[-1] == "9")))
         store.record(_r("b", night, 50.0))
     store.record(_r("a", "2026-12-01", 80.0))  # slower server
-    store.record(_r("b", "2026-12-01", stages={**ALL, "built": False, "loaded": False, "served": False,
-                                               "benchmarked": False}, failures=[HEADER]))
+    store.record(
+        _r(
+            "b",
+            "2026-12-01",
+            stages={**ALL, "built": False, "loaded": False, "served": False, "benchmarked": False},
+            failures=[HEADER],
+        )
+    )
     return store.results()
 
 
@@ -37,7 +54,10 @@ def test_store_is_append_only_with_natural_key(tmp_path):
     assert store.has("a", "n1") and not store.has("a", "n2")
     [back] = store.results()
     assert back.output_tok_s == 100.0 and back.failures[0]["signature"] == HEADER["signature"]
-    with sqlite3.connect(tmp_path / "sweep.sqlite") as db, pytest.raises(sqlite3.DatabaseError, match="append-only"):
+    with (
+        sqlite3.connect(tmp_path / "sweep.sqlite") as db,
+        pytest.raises(sqlite3.DatabaseError, match="append-only"),
+    ):
         db.execute("UPDATE cell_results SET status='passed'")
 
 
@@ -60,7 +80,11 @@ def test_clusters_and_since(tmp_path):
     store.record(_r("c", "2026-12-01", stages={**ALL, "built": False}, failures=[HEADER]))
     [cluster] = clusters(store.results())
     assert (cluster.signature, len(cluster.cells), cluster.first_seen, cluster.streak) == (
-        HEADER["signature"], 2, "2026-12-01", 1)
+        HEADER["signature"],
+        2,
+        "2026-12-01",
+        1,
+    )
     by_key = {h.cell_key: h for h in histories(results)}
     assert by_key["b"].broken_since == "2026-12-01" and by_key["a"].passing_since == "2026-11-28"
 
@@ -81,7 +105,11 @@ def test_dashboard_never_greens_a_regression_and_links_pivots_and_plots(tmp_path
     monkeypatch.setenv("ROCPORT_HOME", str(tmp_path / "home"))
     store = ResultStore(tmp_path / "db.sqlite")
     keys = {"fast": "tiny@main/tiny-a/mi300x/smoke", "slow": "tiny@main/tiny-b/mi355x/smoke"}
-    for night, tok in (("2026-11-29", 1000.0), ("2026-11-30", 1010.0), ("2026-12-01", 120.0)):  # -88% on the 1st
+    for night, tok in (
+        ("2026-11-29", 1000.0),
+        ("2026-11-30", 1010.0),
+        ("2026-12-01", 120.0),
+    ):  # -88% on the 1st
         for name, key in keys.items():
             r = _r(key, night, tok if name == "slow" else 900.0)
             r.provenance = {"framework_commit": "0123456789abcdef", "run_id": f"run-{name}-{night}"}
@@ -95,9 +123,14 @@ def test_dashboard_never_greens_a_regression_and_links_pivots_and_plots(tmp_path
     row = dom.split("<code>tiny@main/tiny-b/mi355x/smoke</code>")[1].split("</tr>")[0]
     last = row.split("<td")[3]
     assert 'class="regress"' in last and 'class="pass"' not in last and "throughput regression" in last
-    assert "0123456789" in last and f'href="{(tmp_path / "home/runs/run-slow-2026-12-01/report.html").as_uri()}"' in last
+    assert (
+        "0123456789" in last
+        and f'href="{(tmp_path / "home/runs/run-slow-2026-12-01/report.html").as_uri()}"' in last
+    )
     spark = row.split("<svg")[1]
-    assert ">0</text>" in spark and ">1250</text>" in spark and ">120</text>" in spark  # axis, top tick, last value
+    assert (
+        ">0</text>" in spark and ">1250</text>" in spark and ">120</text>" in spark
+    )  # axis, top tick, last value
     pivot = dom.split('id="pivot"')[1].split("</table>")[0]
     assert "<th>mi300x</th><th>mi355x</th>" in pivot and "best 900.0 tok/s" in pivot
     assert '<td class="regress">1/1 passed, 1 regressed' in pivot

@@ -1,5 +1,6 @@
 """The bundled sweep example runs as written: its framework is rocport's fixture made a git repo with the
 refs it lists, and its checkpoints are created under ROCPORT_HOME (not the user's real home)."""
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,13 @@ WORKFLOW = EXAMPLE.parent / "nightly-workflow.yml"
 
 
 def _rocport(home: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "agent.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, "ROCPORT_HOME": str(home)}, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "agent.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "ROCPORT_HOME": str(home)},
+        timeout=600,
+    )
 
 
 def test_example_prepares_its_repo_and_checkpoints_under_rocport_home(tmp_path, monkeypatch):
@@ -53,7 +59,9 @@ def test_plan_of_the_example_lists_whole_cell_names_in_every_format(tmp_path):
 
 def test_fail_on_rejects_what_it_does_not_know(tmp_path):
     out = _rocport(tmp_path / "home", "sweep", "report", str(EXAMPLE), "--fail-on", "errors")
-    assert out.returncode == 2 and out.stderr.startswith("rocport: error: --fail-on errors: use error, regression")
+    assert out.returncode == 2 and out.stderr.startswith(
+        "rocport: error: --fail-on errors: use error, regression"
+    )
 
 
 def test_workflow_commands_parse_and_keep_the_results_outside_the_checkout(tmp_path):
@@ -66,13 +74,20 @@ def test_workflow_commands_parse_and_keep_the_results_outside_the_checkout(tmp_p
     assert "github.workspace }}/../" in flow["env"]["ROCPORT_HOME"]  # checkout cleans the workspace, not this
     steps = flow["jobs"]["sweep"]["steps"]
     uses = [s.get("uses", "").split("@")[0] for s in steps]
-    assert "actions/cache/restore" in uses and "actions/cache/save" in uses and "actions/upload-artifact" in uses
+    assert (
+        "actions/cache/restore" in uses and "actions/cache/save" in uses and "actions/upload-artifact" in uses
+    )
     script = "\n".join(s.get("run", "") for s in steps).replace("\\\n", " ")
-    extras = tomllib.loads((EXAMPLE.parents[3] / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    extras = tomllib.loads((EXAMPLE.parents[3] / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
     for wanted in [w for line in script.splitlines() if "pip" in line for w in line.split("[")[1:]]:
         assert wanted.split("]")[0] in extras
-    commands = [shlex.split(line.strip().replace('"$SWEEP"', str(EXAMPLE)))
-                for line in script.splitlines() if line.strip().startswith("rocport ")]
+    commands = [
+        shlex.split(line.strip().replace('"$SWEEP"', str(EXAMPLE)))
+        for line in script.splitlines()
+        if line.strip().startswith("rocport ")
+    ]
     assert [c[1:3] for c in commands] == [["sweep", "run"], ["sweep", "report"]]
     for cmd in commands:
         out = _rocport(tmp_path / "home", *cmd[1:], "--help")  # an unknown option is an error before --help

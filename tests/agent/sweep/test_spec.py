@@ -1,4 +1,5 @@
 """Sweep YAML: validation errors name the key and line; expansion gives stable keys and build groups."""
+
 import pytest
 
 from agent.sweep.cells import expand
@@ -27,8 +28,11 @@ def test_expansion_gives_stable_keys_and_shares_builds(tmp_path):
     f.write_text(SWEEP)
     cells = expand(load_yaml_model(f, SweepSpec))
     assert [c.key for c in cells] == [
-        "tiny@main@nightly/moe/gfx942/smoke", "tiny@v1/moe/gfx942/smoke",
-        "tiny@main@nightly/moe-mtp/gfx942/smoke", "tiny@v1/moe-mtp/gfx942/smoke"]
+        "tiny@main@nightly/moe/gfx942/smoke",
+        "tiny@v1/moe/gfx942/smoke",
+        "tiny@main@nightly/moe-mtp/gfx942/smoke",
+        "tiny@v1/moe-mtp/gfx942/smoke",
+    ]
     assert cells[0].git_ref == "main"
     assert [c.key for c in expand(load_yaml_model(f, SweepSpec))] == [c.key for c in cells]
     groups = build_groups(cells)

@@ -1,5 +1,6 @@
 """The search strategies and the result arithmetic, with a deterministic evaluator standing in for
 the launch (the launch itself is exercised end to end in test_tune_e2e.py)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -13,10 +14,14 @@ from agent.tune.results import ReferenceError, pareto, parse_reference, usd_per_
 from agent.tune.search import coordinate_search, exhaustive_search
 from agent.tune.spec import ParallelSpace, Switch, TuneSpace
 
-SPACE = TuneSpace(gpus=8, parallel=ParallelSpace(tp=[8, 4, 2, 1], ep="tp", ep_arg="--ep-size {ep}"),
-                  switches=[Switch(name="attention_backend", values=["triton", "aiter"],
-                                   arg="--attention-backend {value}"),
-                            Switch(name="aiter", values=[False, True], env={"SGLANG_USE_AITER": "{value}"})])
+SPACE = TuneSpace(
+    gpus=8,
+    parallel=ParallelSpace(tp=[8, 4, 2, 1], ep="tp", ep_arg="--ep-size {ep}"),
+    switches=[
+        Switch(name="attention_backend", values=["triton", "aiter"], arg="--attention-backend {value}"),
+        Switch(name="aiter", values=[False, True], env={"SGLANG_USE_AITER": "{value}"}),
+    ],
+)
 
 
 def test_splits_multiply_to_the_node_and_ep_stays_inside_tp():
@@ -41,15 +46,29 @@ def _scored(table):
     def evaluate(cand, incumbent):
         launched.append(cand)
         tok = table(cand)
-        return Trial(key=cand.key(), settings={}, gpus=8, command="", status="measured", output_tok_s=tok,
-                     ttft_ms=100.0, tpot_ms=10.0)
+        return Trial(
+            key=cand.key(),
+            settings={},
+            gpus=8,
+            command="",
+            status="measured",
+            output_tok_s=tok,
+            ttft_ms=100.0,
+            tpot_ms=10.0,
+        )
+
     return evaluate, launched
 
 
 def test_coordinate_search_launches_one_plus_the_sum_of_the_alternatives_and_finds_a_separable_best():
     def table(c):
-        return {8: 100, 4: 180, 2: 150, 1: 90}[c.split.tp] * (1.3 if c.split.ep > 1 else 1) * \
-            (1.2 if dict(c.values)["aiter"] else 1) * (1.1 if dict(c.values)["attention_backend"] == "aiter" else 1)
+        return (
+            {8: 100, 4: 180, 2: 150, 1: 90}[c.split.tp]
+            * (1.3 if c.split.ep > 1 else 1)
+            * (1.2 if dict(c.values)["aiter"] else 1)
+            * (1.1 if dict(c.values)["attention_backend"] == "aiter" else 1)
+        )
+
     evaluate, launched = _scored(table)
     found = coordinate_search(SPACE, 8, evaluate, wall_budget_s=3600)
     grid = exhaustive_search(SPACE, 8, _scored(table)[0])
@@ -67,10 +86,23 @@ def test_the_wall_budget_stops_new_launches():
 
 def test_pareto_keeps_what_nothing_beats_on_throughput_and_latency():
     def t(key, tok, ttft, tpot):
-        return Trial(key=key, settings={}, gpus=8, command="", status="measured", output_tok_s=tok,
-                     ttft_ms=ttft, tpot_ms=tpot)
-    trials = [t("fast", 200, 300, 30), t("snappy", 120, 100, 10), t("worse", 110, 400, 40),
-              Trial(key="stopped", settings={}, gpus=8, command="", status="stopped early")]
+        return Trial(
+            key=key,
+            settings={},
+            gpus=8,
+            command="",
+            status="measured",
+            output_tok_s=tok,
+            ttft_ms=ttft,
+            tpot_ms=tpot,
+        )
+
+    trials = [
+        t("fast", 200, 300, 30),
+        t("snappy", 120, 100, 10),
+        t("worse", 110, 400, 40),
+        Trial(key="stopped", settings={}, gpus=8, command="", status="stopped early"),
+    ]
     assert [x.key for x in pareto(trials)] == ["fast", "snappy"]
 
 
@@ -81,7 +113,7 @@ def test_cost_per_million_tokens_and_reference_rows():
     assert ref.usd_per_mtok == pytest.approx(6.5 * 8 / 3600 / 3192 * 1e6)
     assert parse_reference("H100:1500").usd_per_mtok is None
     for bad in ("B200", "B200:fast", ":3192", "B200:-1:2"):
-        with pytest.raises(ReferenceError, match="NAME:TOKENS_PER_S_PER_NODE|positive"):
+        with pytest.raises(ReferenceError, match=r"NAME:TOKENS_PER_S_PER_NODE|positive"):
             parse_reference(bad)
 
 
@@ -93,7 +125,7 @@ def test_every_bundled_profile_declares_a_searchable_space(name):
 
 
 def test_moe_configs_land_where_the_probe_says(tmp_path):
-    from agent.rundir import RunDir
+    from agent.loop.rundir import RunDir
     from agent.tune.moe import tune_moe_configs
     from agent.tune.spec import MoeTuning
     from sandboxes.local import LocalSandbox
@@ -102,10 +134,16 @@ def test_moe_configs_land_where_the_probe_says(tmp_path):
     rundir.create("framework: {profile: tinyserve}\n")
     repo = rundir.repo
     repo.mkdir()
-    for cmd in ("git init -q -b main", "git -c user.name=t -c user.email=t@l commit -q --allow-empty -m init"):
-        subprocess.run(cmd, shell=True, cwd=repo, check=True)
-    spec = MoeTuning(command="echo 'M=1 best 7 us' && echo '{{}}' > {out_dir}/E=8,N=64.json",
-                     config_dir="configs/{probe}", config_dir_probe="echo triton_3_4_0")
+    for cmd in (
+        ["git", "init", "-q", "-b", "main"],
+        ["git", "-c", "user.name=t", "-c", "user.email=t@l", "commit", "-q", "--allow-empty", "-m", "init"],
+    ):
+        subprocess.run(cmd, cwd=repo, check=True)
+    spec = MoeTuning(
+        command="echo 'M=1 best 7 us' && echo '{{}}' > {out_dir}/E=8,N=64.json",
+        config_dir="configs/{probe}",
+        config_dir_probe="echo triton_3_4_0",
+    )
     with LocalSandbox(repo) as box:
         record = tune_moe_configs(box, rundir, spec, model_path="/none")
     assert record["files"] == ["configs/triton_3_4_0/E=8,N=64.json"] and record["commit"]

@@ -1,6 +1,7 @@
 """A green port of the fixture continuing into `rocport tune` (the job's `tune:` section), end to end:
 real tinyserve servers (data-parallel worker processes, two MoE kernels), the real benchmark, the MoE
 tuning script, the report and PR text; then the chosen launch command relaunched by hand."""
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,14 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 def rocport(home: Path, *args: str, timeout: float = 1500) -> subprocess.CompletedProcess:
     env = {**os.environ, "ROCPORT_HOME": str(home), "PATH": python3_path()}
-    return subprocess.run([sys.executable, "-m", "agent.cli", *args], capture_output=True, text=True, env=env,
-                          timeout=timeout, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "agent.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        check=False,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +57,11 @@ def test_the_search_finds_the_exhaustive_best_with_at_most_60_percent_of_the_lau
     assert search.best == grid.best, (run_dir / "tune" / "tune.md").read_text()
     assert any(t.status == "stopped early" for t in search.trials), "no dominated candidate was stopped early"
     # both searches side by side
-    rows = [ln for ln in (run_dir / "tune" / "tune.md").read_text().splitlines()
-            if ln.startswith(("| coordinate |", "| exhaustive |"))]
+    rows = [
+        ln
+        for ln in (run_dir / "tune" / "tune.md").read_text().splitlines()
+        if ln.startswith(("| coordinate |", "| exhaustive |"))
+    ]
     assert len(rows) == 2 and all(search.best in r for r in rows)
 
 
@@ -76,8 +86,13 @@ def test_the_moe_configs_are_committed_with_their_evidence(tuned):
     _, _, run_dir, outcome = tuned
     files = outcome.moe["files"]
     assert files == ["tinyserve/layers/moe_configs/E=4,N=32,H=64.json"]
-    log = subprocess.run(["git", "log", "-1", "--format=%B", "--name-only"], cwd=run_dir / "repo",
-                         capture_output=True, text=True, check=True).stdout
+    log = subprocess.run(
+        ["git", "log", "-1", "--format=%B", "--name-only"],
+        cwd=run_dir / "repo",
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "Evidence (tuning script output)" in log and "best block_m=" in log and files[0] in log
     table = json.loads((run_dir / "repo" / files[0]).read_text())
     assert set(table) == {"1", "16", "64", "256"} and all(v["block_m"] > 0 for v in table.values())
@@ -112,8 +127,14 @@ def test_a_sweep_cell_carries_the_tune_to_the_dashboard(tuned, monkeypatch):
     monkeypatch.setenv("ROCPORT_HOME", str(home))
     bench = with_tune({"output_throughput": 10.0}, run_id)
     assert bench["tune"]["best"] == outcome.best.key and bench["tune"]["launches"] == outcome.search.launches
-    cell = CellResult(cell_key="tinyserve@main/tiny-moe/gfx942/glm52", night="2026-12-03", sweep="nightly",
-                      status="passed", output_tok_s=10.0, bench=bench)
+    cell = CellResult(
+        cell_key="tinyserve@main/tiny-moe/gfx942/glm52",
+        night="2026-12-03",
+        sweep="nightly",
+        status="passed",
+        output_tok_s=10.0,
+        bench=bench,
+    )
     summary = markdown([cell], "nightly")
     assert "## Serving configuration (rocport tune)" in summary and f"`{outcome.best.key}`" in summary
     assert f"{outcome.search.launches} of {outcome.search.grid_size}" in summary

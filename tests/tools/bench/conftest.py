@@ -1,4 +1,5 @@
 """Fixtures for the bench tests: real streaming servers on 127.0.0.1 and a runner for the real client."""
+
 from __future__ import annotations
 
 import pytest
@@ -25,10 +26,13 @@ def sse_server():
 
 def bench(server: SSEServer, **kw):
     """Run the real benchmark against server; returns (result, raw run)."""
-    wl = kw.pop("workload", None) or Workload(isl=kw.pop("isl", 64), osl=kw.pop("osl", 20),
-                                              num_prompts=kw.pop("num_prompts", 12),
-                                              prefix_hit=kw.pop("prefix_hit", 0.0),
-                                              prefix_groups=kw.pop("prefix_groups", 2))
+    wl = kw.pop("workload", None) or Workload(
+        isl=kw.pop("isl", 64),
+        osl=kw.pop("osl", 20),
+        num_prompts=kw.pop("num_prompts", 12),
+        prefix_hit=kw.pop("prefix_hit", 0.0),
+        prefix_groups=kw.pop("prefix_groups", 2),
+    )
     kw.setdefault("max_concurrency", 4)
     kw.setdefault("timeout_s", 10.0)
     cfg = BenchConfig(base_url=server.url, model="m", workload=wl, **kw)

@@ -4,6 +4,7 @@ It runs its own asyncio loop in a thread, keeps connections alive, keeps a real 
 (cached tokens = longest common prefix with any earlier prompt) and streams on an absolute
 schedule (first token at receive + ttft, then one chunk every itl) so timings are known.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -100,16 +101,25 @@ class SSEServer:
                 except (asyncio.IncompleteReadError, ConnectionError):
                     return
                 lines = head.decode().split("\r\n")
-                length = next((int(ln.split(":", 1)[1]) for ln in lines if ln.lower().startswith("content-length")), 0)
+                length = next(
+                    (int(ln.split(":", 1)[1]) for ln in lines if ln.lower().startswith("content-length")), 0
+                )
                 body = json.loads(await reader.readexactly(length)) if length else {}
                 if lines[0].split(" ")[1].endswith("/v1/models"):  # what `rocport bench` asks without --model
                     listing = b'{"object":"list","data":[{"id":"tiny-served","object":"model"}]}'
-                    writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
-                                 % (len(listing), listing))
+                    writer.write(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                        % (len(listing), listing)
+                    )
                     await writer.drain()
                     continue
-                rid = next((ln.split(":", 1)[1].strip() for ln in lines if ln.lower().startswith("x-request-id")), "")
-                auth = next((ln.split(":", 1)[1].strip() for ln in lines if ln.lower().startswith("authorization")), "")
+                rid = next(
+                    (ln.split(":", 1)[1].strip() for ln in lines if ln.lower().startswith("x-request-id")), ""
+                )
+                auth = next(
+                    (ln.split(":", 1)[1].strip() for ln in lines if ln.lower().startswith("authorization")),
+                    "",
+                )
                 seen = Seen(body, time.perf_counter(), path=lines[0].split(" ")[1], rid=rid, auth=auth)
                 self.seen.append(seen)
                 # The n-th request by its id, so a resent request meets the same fate.
@@ -128,7 +138,7 @@ class SSEServer:
             if not isinstance(other, list):
                 continue
             n = 0
-            for a, b in zip(prompt, other):
+            for a, b in zip(prompt, other, strict=False):
                 if a != b:
                     break
                 n += 1
@@ -140,8 +150,10 @@ class SSEServer:
         failing = b.fail and b.fail_every and nth % b.fail_every == 0
         if failing and b.fail == "http500":
             msg = b'{"error":{"message":"scripted internal error"}}'
-            writer.write(b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n"
-                         b"Content-Length: %d\r\n\r\n%s" % (len(msg), msg))
+            writer.write(
+                b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n%s" % (len(msg), msg)
+            )
             await writer.drain()
             return True
         if failing and b.fail == "reset":
@@ -166,12 +178,18 @@ class SSEServer:
         chat = seen.path.endswith("/chat/completions")
         osl = max(0, seen.body.get("max_tokens", 16) - b.short_by)
         head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-        head += b"Transfer-Encoding: chunked\r\n\r\n" if b.framing == "chunked" else b"Connection: close\r\n\r\n"
+        head += (
+            b"Transfer-Encoding: chunked\r\n\r\n" if b.framing == "chunked" else b"Connection: close\r\n\r\n"
+        )
         writer.write(head)
         events = []
         if chat and b.role_chunk:
-            events.append({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}],
-                           **self._usage(isl, 0, seen.cached, per_chunk=True)})
+            events.append(
+                {
+                    "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}],
+                    **self._usage(isl, 0, seen.cached, per_chunk=True),
+                }
+            )
         done = 0
         while done < osl:
             n = min(b.tokens_per_chunk, osl - done)
@@ -179,7 +197,7 @@ class SSEServer:
             choice = {"index": 0, "delta": {"content": " x" * n}} if chat else {"index": 0, "text": " x" * n}
             events.append({"choices": [choice], **self._usage(isl, done, seen.cached, per_chunk=True)})
         if failing and b.fail == "error_event":
-            events = events[:2] + [{"error": {"message": "scripted mid-stream error"}}]
+            events = [*events[:2], {"error": {"message": "scripted mid-stream error"}}]
         elif b.usage != "none":
             events.append({"choices": [], **self._usage(isl, osl, seen.cached, per_chunk=False)})
         start = seen.received + b.ttft_s
@@ -204,8 +222,14 @@ class SSEServer:
         mode = self.behaviour.usage
         if mode == "none" or (per_chunk and mode != "continuous"):
             return {}
-        return {"usage": {"prompt_tokens": isl, "completion_tokens": done, "total_tokens": isl + done,
-                          "prompt_tokens_details": {"cached_tokens": cached}}}
+        return {
+            "usage": {
+                "prompt_tokens": isl,
+                "completion_tokens": done,
+                "total_tokens": isl + done,
+                "prompt_tokens_details": {"cached_tokens": cached},
+            }
+        }
 
     async def _write(self, writer, event: bytes, seen: Seen) -> None:
         b = self.behaviour

@@ -1,4 +1,5 @@
 """Metric definitions on hand-built request records (sglang/vllm definitions, plus per-token ITL)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -66,7 +67,7 @@ def test_window_metrics_hit_rate_goodput_and_failures():
     bad = RequestRecord("x", "measured", 100, 3, 0, error="HTTP 500: boom")
     m = compute([good, slow, bad], 0.0, 1.0, slo_ttft_ms=100)
     assert m["counts"]["completed"] == 2 and m["counts"]["failed"] == 1
-    assert m["cache"]["hit_rate"] == pytest.approx(0.4)      # (60 + 20) / 200, token-weighted
+    assert m["cache"]["hit_rate"] == pytest.approx(0.4)  # (60 + 20) / 200, token-weighted
     assert m["throughput"]["uncached_input_tokens_per_s"] == pytest.approx(120)
     assert m["throughput"]["output_tokens_per_s"] == pytest.approx(6)
     assert m["throughput"]["total_tokens_per_s"] == pytest.approx(206)

@@ -1,4 +1,5 @@
 """Validity gates and the JSON a result is written as (canonical + sglang + vllm names)."""
+
 from __future__ import annotations
 
 import json
@@ -7,20 +8,78 @@ from tests.tools.bench.conftest import bench
 from tests.tools.bench.sse_server import Behaviour
 from tools.bench import Workload
 
-SGLANG_KEYS = ["backend", "dataset_name", "request_rate", "max_concurrency", "random_input_len", "random_output_len",
-               "duration", "completed", "total_input_tokens", "total_output_tokens", "request_throughput",
-               "input_throughput", "output_throughput", "total_throughput", "mean_e2e_latency_ms",
-               "median_e2e_latency_ms", "std_e2e_latency_ms", "p90_e2e_latency_ms", "p99_e2e_latency_ms",
-               "mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p90_ttft_ms", "p99_ttft_ms", "mean_tpot_ms",
-               "median_tpot_ms", "std_tpot_ms", "p99_tpot_ms", "mean_itl_ms", "median_itl_ms", "std_itl_ms",
-               "p95_itl_ms", "p99_itl_ms", "max_itl_ms", "concurrency", "max_output_tokens_per_s",
-               "max_concurrent_requests"]
-VLLM_KEYS = ["duration", "completed", "failed", "total_input_tokens", "total_output_tokens", "request_throughput",
-             "request_goodput", "output_throughput", "total_token_throughput", "input_lens", "output_lens", "ttfts",
-             "errors", "mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p99_ttft_ms", "mean_tpot_ms",
-             "median_tpot_ms", "std_tpot_ms", "p99_tpot_ms", "mean_itl_ms", "median_itl_ms", "std_itl_ms",
-             "p99_itl_ms", "mean_e2el_ms", "median_e2el_ms", "std_e2el_ms", "p99_e2el_ms",
-             "max_output_tokens_per_s", "max_concurrent_requests"]
+SGLANG_KEYS = [
+    "backend",
+    "dataset_name",
+    "request_rate",
+    "max_concurrency",
+    "random_input_len",
+    "random_output_len",
+    "duration",
+    "completed",
+    "total_input_tokens",
+    "total_output_tokens",
+    "request_throughput",
+    "input_throughput",
+    "output_throughput",
+    "total_throughput",
+    "mean_e2e_latency_ms",
+    "median_e2e_latency_ms",
+    "std_e2e_latency_ms",
+    "p90_e2e_latency_ms",
+    "p99_e2e_latency_ms",
+    "mean_ttft_ms",
+    "median_ttft_ms",
+    "std_ttft_ms",
+    "p90_ttft_ms",
+    "p99_ttft_ms",
+    "mean_tpot_ms",
+    "median_tpot_ms",
+    "std_tpot_ms",
+    "p99_tpot_ms",
+    "mean_itl_ms",
+    "median_itl_ms",
+    "std_itl_ms",
+    "p95_itl_ms",
+    "p99_itl_ms",
+    "max_itl_ms",
+    "concurrency",
+    "max_output_tokens_per_s",
+    "max_concurrent_requests",
+]
+VLLM_KEYS = [
+    "duration",
+    "completed",
+    "failed",
+    "total_input_tokens",
+    "total_output_tokens",
+    "request_throughput",
+    "request_goodput",
+    "output_throughput",
+    "total_token_throughput",
+    "input_lens",
+    "output_lens",
+    "ttfts",
+    "errors",
+    "mean_ttft_ms",
+    "median_ttft_ms",
+    "std_ttft_ms",
+    "p99_ttft_ms",
+    "mean_tpot_ms",
+    "median_tpot_ms",
+    "std_tpot_ms",
+    "p99_tpot_ms",
+    "mean_itl_ms",
+    "median_itl_ms",
+    "std_itl_ms",
+    "p99_itl_ms",
+    "mean_e2el_ms",
+    "median_e2el_ms",
+    "std_e2el_ms",
+    "p99_e2el_ms",
+    "max_output_tokens_per_s",
+    "max_concurrent_requests",
+]
 
 
 def test_json_has_canonical_sglang_and_vllm_keys(sse_server, tmp_path):
@@ -42,20 +101,30 @@ def test_json_has_canonical_sglang_and_vllm_keys(sse_server, tmp_path):
 def test_output_length_gate_fires_when_the_server_stops_early(sse_server):
     r, _ = bench(sse_server(Behaviour(short_by=2, ttft_s=0.005, itl_s=0.001)), isl=16, osl=10, num_prompts=4)
     assert not r.valid
-    assert any("output length differs from the requested OSL in 100.0% of requests" in x for x in r.invalid_reasons)
+    assert any(
+        "output length differs from the requested OSL in 100.0% of requests" in x for x in r.invalid_reasons
+    )
 
 
 def test_hit_rate_gate_fires_when_the_server_cannot_hit_the_target(sse_server):
     # Target 60%, but this server only caches token-id prompts: chat prompts never hit.
-    r, _ = bench(sse_server(Behaviour(ttft_s=0.005, itl_s=0.001)), endpoint="chat",
-                 workload=Workload(isl=50, osl=3, num_prompts=4, prefix_hit=0.6, prefix_groups=2))
+    r, _ = bench(
+        sse_server(Behaviour(ttft_s=0.005, itl_s=0.001)),
+        endpoint="chat",
+        workload=Workload(isl=50, osl=3, num_prompts=4, prefix_hit=0.6, prefix_groups=2),
+    )
     assert not r.valid
     assert any("cache hit rate 0.0% is off the target 60.0%" in x for x in r.invalid_reasons)
 
 
 def test_unmeasurable_hit_rate_is_invalid_and_says_how_to_enable_it(sse_server):
-    r, _ = bench(sse_server(Behaviour(usage="none", ttft_s=0.005, itl_s=0.001)), isl=100, osl=3, num_prompts=4,
-                 prefix_hit=0.5)
+    r, _ = bench(
+        sse_server(Behaviour(usage="none", ttft_s=0.005, itl_s=0.001)),
+        isl=100,
+        osl=3,
+        num_prompts=4,
+        prefix_hit=0.5,
+    )
     assert not r.valid
     assert any("--enable-cache-report" in x for x in r.invalid_reasons)
 

@@ -1,4 +1,5 @@
 """Workloads: exact token-id lengths, forced output lengths, prefix groups a server can really hit."""
+
 from __future__ import annotations
 
 import json
@@ -31,11 +32,11 @@ def test_prefix_groups_share_exactly_the_prefix_and_warmup_primes_each_group():
     prefixes = {tuple(b["prompt"][:120]) for b in warm[:4]}
     assert len(prefixes) == 4
     everything = [b["prompt"] for b in warm + measured]
-    for i, body in enumerate(measured):
+    for body in measured:
         p = body["prompt"]
         assert tuple(p[:120]) in prefixes
         # No other request shares more than the prefix: the server can hit 60%, not more.
-        for j, other in enumerate(everything):
+        for other in everything:
             if other is not p:
                 assert other[:121] != p[:121]
 
@@ -55,11 +56,14 @@ def test_chat_prompts_are_text_messages():
     assert body["messages"][0]["role"] == "user" and len(body["messages"][0]["content"].split()) == 50
 
 
-@pytest.mark.parametrize("kw, says", [
-    ({"prefix_hit": 1.0}, "--prefix-hit"),
-    ({"isl": 0}, "ISL"),
-    ({"num_prompts": 0}, "--num-prompts"),
-])
+@pytest.mark.parametrize(
+    ("kw", "says"),
+    [
+        ({"prefix_hit": 1.0}, "--prefix-hit"),
+        ({"isl": 0}, "ISL"),
+        ({"num_prompts": 0}, "--num-prompts"),
+    ],
+)
 def test_bad_workloads_say_what_to_change(kw, says):
     args = {"isl": 100, "osl": 10, **kw}
     with pytest.raises(WorkloadError, match=says):
@@ -72,8 +76,11 @@ def test_unknown_preset_lists_the_known_ones():
 
 
 def test_extra_body_overrides_request_fields():
-    plan = build_plan(Workload(isl=8, osl=4, num_prompts=1), "m",
-                      extra_body={"stream_options": {"include_usage": True}, "top_k": 1})
+    plan = build_plan(
+        Workload(isl=8, osl=4, num_prompts=1),
+        "m",
+        extra_body={"stream_options": {"include_usage": True}, "top_k": 1},
+    )
     body = json.loads(plan.measured[0].body)
     assert body["stream_options"] == {"include_usage": True} and body["top_k"] == 1
 

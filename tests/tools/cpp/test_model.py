@@ -1,4 +1,5 @@
 """The shared C/C++ source model: what each build compiles, across included headers."""
+
 from __future__ import annotations
 
 from tools.cpp import (

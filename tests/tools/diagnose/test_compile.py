@@ -1,4 +1,5 @@
 """Compiler output details: warnings, notes, chains, driver errors, excerpt bounds."""
+
 from __future__ import annotations
 
 from tools.diagnose import diagnose_text
@@ -20,9 +21,15 @@ csrc/c.cu:5:9: error: unused variable 'z' [-Werror,-Wunused-variable]
 
 
 def test_notes_fold_into_their_error_and_excerpt_is_bounded():
-    notes = "".join(f"csrc/k.cu:{i}:3: note: candidate template ignored: could not match 'T{i}'\n" for i in range(200))
-    log = ("csrc/k.cu:40:5: error: no matching function for call to 'reduce'\n"
-           "   40 |     reduce(x);\n      |     ^~~~~~\n" + notes + "1 error generated when compiling for gfx90a.\n")
+    notes = "".join(
+        f"csrc/k.cu:{i}:3: note: candidate template ignored: could not match 'T{i}'\n" for i in range(200)
+    )
+    log = (
+        "csrc/k.cu:40:5: error: no matching function for call to 'reduce'\n"
+        "   40 |     reduce(x);\n      |     ^~~~~~\n"
+        + notes
+        + "1 error generated when compiling for gfx90a.\n"
+    )
     (failure,) = diagnose_text(log)
     assert failure.kind == "compile_error" and failure.symbol == "reduce"
     lines = failure.excerpt.splitlines()
@@ -42,7 +49,11 @@ compilation terminated.
 """
     (failure,) = diagnose_text(log)
     assert (failure.kind, failure.file, failure.symbol, failure.source) == (
-        "cuda_header", "csrc/cpu/cuda_shim.h", "cuda_runtime.h", "gcc")
+        "cuda_header",
+        "csrc/cpu/cuda_shim.h",
+        "cuda_runtime.h",
+        "gcc",
+    )
     assert failure.facts["unit"] == "csrc/cpu/shm.cpp"
     assert failure.excerpt.count("from ") == 3
 
@@ -52,10 +63,13 @@ def test_driver_errors_are_environment_failures():
 clang++: error: cannot find ROCm device library for gfx950; provide its path via '--rocm-path' or '--rocm-device-lib-path', or pass '-nogpulib' to build without ROCm device library
 clang-15: error: unsupported CUDA gpu architecture: gfx950
 nvcc fatal   : Unsupported gpu architecture 'compute_120'
-"""
+"""  # noqa: E501 (a verbatim log: its lines are as long as the tool wrote them)
     failures = diagnose_text(log)
     assert [(f.kind, f.symbol) for f in failures] == [
-        ("toolchain", None), ("arch_unsupported", "gfx950"), ("arch_unsupported", "compute_120")]
+        ("toolchain", None),
+        ("arch_unsupported", "gfx950"),
+        ("arch_unsupported", "compute_120"),
+    ]
 
 
 def test_interleaved_units_keep_their_own_unit():
@@ -74,23 +88,46 @@ In file included from /r/csrc/c.cu:1:
 """
     failures = diagnose_text(log)
     assert [(f.kind, f.symbol, f.facts.get("unit")) for f in failures] == [
-        ("warp_intrinsic", "__syncwarp", "/r/csrc/a.cu"), ("warp_intrinsic", "__activemask", "/r/csrc/b.cu")]
+        ("warp_intrinsic", "__syncwarp", "/r/csrc/a.cu"),
+        ("warp_intrinsic", "__activemask", "/r/csrc/b.cu"),
+    ]
     assert failures[0].facts["units"] == ["/r/csrc/a.cu", "/r/csrc/c.cu"]
 
 
 def test_docker_and_ci_prefixes_and_colours_are_peeled():
-    log = ("2024-05-01T12:00:00.123456789Z \x1b[1m/r/csrc/x.cu:3:1: \x1b[0;1;31merror: \x1b[0m"
-           "\x1b[1munknown type name '__nv_fp8_e4m3'\x1b[0m\n"
-           "#12 34.56 /r/csrc/y.cu:4:1: error: use of undeclared identifier '__ldcs'\n")
+    log = (
+        "2024-05-01T12:00:00.123456789Z \x1b[1m/r/csrc/x.cu:3:1: \x1b[0;1;31merror: \x1b[0m"
+        "\x1b[1munknown type name '__nv_fp8_e4m3'\x1b[0m\n"
+        "#12 34.56 /r/csrc/y.cu:4:1: error: use of undeclared identifier '__ldcs'\n"
+    )
     failures = diagnose_text(log)
     assert [(f.kind, f.file, f.symbol) for f in failures] == [
-        ("fp8_type", "/r/csrc/x.cu", "__nv_fp8_e4m3"), ("warp_intrinsic", "/r/csrc/y.cu", "__ldcs")]
+        ("fp8_type", "/r/csrc/x.cu", "__nv_fp8_e4m3"),
+        ("warp_intrinsic", "/r/csrc/y.cu", "__ldcs"),
+    ]
 
 
 def test_one_error_per_offload_arch_is_one_failure_with_every_target():
-    block = ("/r/csrc/q.cu:5:3: error: unknown type name '__nv_fp8_e4m3'\n    5 |   __nv_fp8_e4m3 v;\n      |   ^\n"
-             "1 error generated when compiling for {arch}.\n")
+    block = (
+        "/r/csrc/q.cu:5:3: error: unknown type name '__nv_fp8_e4m3'\n    5 |   __nv_fp8_e4m3 v;\n      |   ^\n"
+        "1 error generated when compiling for {arch}.\n"
+    )
     failures = diagnose_text(block.format(arch="gfx942") + block.format(arch="gfx950"))
     assert len(failures) == 1
     assert failures[0].facts["target"] == "gfx942"
     assert failures[0].facts["targets"] == ["gfx942", "gfx950"]
+
+
+def test_a_template_missing_from_a_named_namespace_is_that_library_s_failure():
+    """hipcc's 'no template named X in namespace hipcub' is a cub gap (with its rule's decline), not a
+    generic compile error that no rule looks at."""
+    log = (
+        "flashinfer/mamba/seq_chunk_cumsum.cuh:101:10: error: no template named 'ScanTileState' in namespace "
+        "'hipcub'\n"
+        "csrc/plain.cu:7:3: error: no template named 'Vec'\n"
+    )
+    failures = diagnose_text(log)
+    assert [(f.kind, f.symbol) for f in failures] == [
+        ("cub", "hipcub::ScanTileState"),
+        ("compile_error", "Vec"),
+    ]

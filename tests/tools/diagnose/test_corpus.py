@@ -4,6 +4,7 @@ Each `corpus/<name>.log` has a `<name>.expected.json`: the repo files that exist
 and build-dir paths map back to the repo) and the expected failures in log order; only the
 fields given are compared, `facts` as a subset.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,7 +34,7 @@ def test_corpus_log_yields_expected_failures(log: Path, tmp_path: Path):
     got = diagnose_file(log, repo_root=repo, source=expected.get("source"))
     summary = [(f.kind, f.file, f.line, f.symbol) for f in got]
     assert len(got) == len(expected["failures"]), summary
-    for failure, want in zip(got, expected["failures"]):
+    for failure, want in zip(got, expected["failures"], strict=True):
         for key, value in want.items():
             if key == "facts":
                 for fact, fact_value in value.items():

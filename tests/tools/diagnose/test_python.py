@@ -1,4 +1,5 @@
 """Python tracebacks: the exception that matters, the framework frame, the facts a fixer needs."""
+
 from __future__ import annotations
 
 import random
@@ -24,8 +25,13 @@ RuntimeError: failed to load /ckpt/tiny
 def test_chain_reports_the_specific_exception_not_the_wrapper():
     failures = diagnose_text(CHAINED)
     assert [(f.kind, f.file, f.line, f.symbol) for f in failures] == [
-        ("weight_name", "/srv/tinyserve/tinyserve/models/glm_moe.py", 118,
-         "model.mtp.block.mlp.shared_experts.gate_up_proj.weight")]
+        (
+            "weight_name",
+            "/srv/tinyserve/tinyserve/models/glm_moe.py",
+            118,
+            "model.mtp.block.mlp.shared_experts.gate_up_proj.weight",
+        )
+    ]
     excerpt = failures[0].excerpt
     assert "params_dict[name]" in excerpt and "KeyError" in excerpt and "~~~" not in excerpt
 
@@ -41,7 +47,11 @@ def test_installed_framework_frame_is_chosen_over_torch():
 """
     (failure,) = diagnose_text(log)
     assert (failure.kind, failure.file, failure.line, failure.symbol) == (
-        "unsupported_dtype", "vllm/model_executor/models/llama.py", 401, "Float8_e4m3fn")
+        "unsupported_dtype",
+        "vllm/model_executor/models/llama.py",
+        401,
+        "Float8_e4m3fn",
+    )
     assert failure.facts["dtype"] == "Float8_e4m3fn"
     assert failure.facts["function"] == "load_weights"
 
@@ -75,7 +85,9 @@ KeyError: 'model_type'
 
 
 def test_bare_exception_line_and_truncated_traceback():
-    bare = diagnose_text("ERROR 03-11 10:02:11 [utils.py:40] ModuleNotFoundError: No module named 'flash_attn'\n")
+    bare = diagnose_text(
+        "ERROR 03-11 10:02:11 [utils.py:40] ModuleNotFoundError: No module named 'flash_attn'\n"
+    )
     assert [(f.kind, f.symbol) for f in bare] == [("cuda_only_dep", "flash_attn")]
     cut = diagnose_text('Traceback (most recent call last):\n  File "/srv/app/x.py", line 3, in main\n')
     assert cut == []  # no exception line reached: nothing to claim
@@ -91,10 +103,14 @@ Traceback (most recent call last):
 RuntimeError: Error(s) in loading state_dict for tinyserve:
 	size mismatch for model.mtp.shared_experts.gate_up_proj.weight: copying a param with shape torch.Size([512, 256]) from checkpoint, the shape in current model is torch.Size([512, 128]).
 	param model.mtp.shared_experts.gate_up_proj.weight has dtype torch.uint8, checkpoint tensor has dtype torch.bfloat16
-"""
+"""  # noqa: E501 (a verbatim log: its lines are as long as the tool wrote them)
     (failure,) = diagnose_text(log)
     assert (failure.kind, failure.file, failure.line, failure.symbol) == (
-        "quant_exclusion", "/repo/tinyserve/nn.py", 34, "model.mtp.shared_experts.gate_up_proj.weight")
+        "quant_exclusion",
+        "/repo/tinyserve/nn.py",
+        34,
+        "model.mtp.shared_experts.gate_up_proj.weight",
+    )
     assert failure.facts["shapes"] == [[512, 128], [512, 256]]
     assert failure.facts["dtype"] == "uint8"
 
@@ -125,12 +141,14 @@ def test_weight_names_logged_line_by_line_fold_into_one_failure():
 [2026-03-11 17:25:41] Parameter model.layers.0.mixer.out_proj.input_scale not found in params_dict
 [2026-03-11 17:25:41] Parameter model.layers.0.mixer.out_proj.weight_scale not found in params_dict
 WARNING 01-07 07:39:33 gemma2.py:372] Some weights are not initialized from checkpoints: {'layers.23.mlp.down_proj.weight', 'layers.3.mlp.gate_up_proj.weight'}
-"""
+"""  # noqa: E501 (a verbatim log: its lines are as long as the tool wrote them)
     (failure,) = diagnose_text(log)
     assert failure.kind == "weight_name"
     assert failure.symbol == "model.layers.0.mixer.out_proj.input_scale"
-    assert failure.facts["unexpected"] == ["model.layers.0.mixer.out_proj.input_scale",
-                                           "model.layers.0.mixer.out_proj.weight_scale"]
+    assert failure.facts["unexpected"] == [
+        "model.layers.0.mixer.out_proj.input_scale",
+        "model.layers.0.mixer.out_proj.weight_scale",
+    ]
     assert failure.facts["missing"] == ["layers.23.mlp.down_proj.weight", "layers.3.mlp.gate_up_proj.weight"]
 
 
@@ -143,5 +161,9 @@ torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised: HIP error: i
 INFO: shutting down
 """
     (failure,) = diagnose_text(log)
-    assert (failure.kind, failure.file, failure.line) == ("hip_runtime", "/srv/tinyserve/tinyserve/engine.py", 51)
+    assert (failure.kind, failure.file, failure.line) == (
+        "hip_runtime",
+        "/srv/tinyserve/tinyserve/engine.py",
+        51,
+    )
     assert failure.facts["exception"] == "torch._dynamo.exc.BackendCompilerFailed"

@@ -2,6 +2,7 @@
 
 Speed is measured by evals/bench_diagnose_real.py, not asserted here.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,14 @@ def test_corpus_is_large_diverse_and_split_by_repository():
     assert len({m["repo"] for m in metas}) >= 25
     sides = [m["side"] for m in metas]
     assert min(sides.count("compile"), sides.count("runtime")) >= 0.4 * len(sides)
-    dev = {m["repo"] for m in (json.loads(p.with_suffix(".expected.json").read_text()) for p in corpus_logs("dev"))}
-    test = {m["repo"] for m in (json.loads(p.with_suffix(".expected.json").read_text()) for p in corpus_logs("test"))}
+    dev = {
+        m["repo"]
+        for m in (json.loads(p.with_suffix(".expected.json").read_text()) for p in corpus_logs("dev"))
+    }
+    test = {
+        m["repo"]
+        for m in (json.loads(p.with_suffix(".expected.json").read_text()) for p in corpus_logs("test"))
+    }
     assert dev and test and not dev & test
     assert all(m["url"].startswith("https://github.com/") for m in metas)
 

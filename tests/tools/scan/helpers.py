@@ -1,4 +1,5 @@
 """Shared helpers for the scan tests: write a tree, scan it, summarise findings."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,7 +12,9 @@ GUARDS = {
     "ifndef_use_rocm": "#ifndef USE_ROCM\n{body}\n#endif\n",
     "if_not_defined": "#if !defined(USE_ROCM)\n{body}\n#endif\n",
     "else_of_ifdef_use_rocm": "#ifdef USE_ROCM\nint rocm_side = 0;\n#else\n{body}\n#endif\n",
-    "else_of_hip_or_rocm": "#if defined(__HIP_PLATFORM_AMD__) || defined(USE_ROCM)\nint r = 0;\n#else\n{body}\n#endif\n",
+    "else_of_hip_or_rocm": (
+        "#if defined(__HIP_PLATFORM_AMD__) || defined(USE_ROCM)\nint r = 0;\n#else\n{body}\n#endif\n"
+    ),
     "elif_chain": "#if defined(USE_ROCM)\nint r = 0;\n#elif defined(ENABLE_FP8)\n{body}\n#else\n{body}\n#endif\n",
     "nested_inside_cuda_branch": "#ifndef __HIP_PLATFORM_AMD__\n#if defined(ENABLE_BF16)\n{body}\n#endif\n#endif\n",
     "not_hipcc": "#if !defined(__HIPCC__) && !defined(__HIP__)\n{body}\n#endif\n",

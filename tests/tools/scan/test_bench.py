@@ -1,4 +1,5 @@
 """The scan benchmark runs end to end on a small tree and prints both timings and the ratio."""
+
 from __future__ import annotations
 
 import re

@@ -1,4 +1,5 @@
 """Tree-level scanning: compat headers, shims, hipifying profiles, idempotence, bad input."""
+
 from __future__ import annotations
 
 import json
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.profiles import load_profile
 from tests.tools.scan.helpers import scan_files, summary, write
 from tools.scan import ScanError, scan_file, scan_repo, scan_report
 
@@ -28,8 +30,14 @@ void launch(cudaStream_t s);
 
 
 def test_names_a_compat_header_defines_for_rocm_are_not_reported(tmp_path):
-    findings = scan_files(tmp_path, {"csrc/include/compat.h": COMPAT, "csrc/ops/k.cu": KERNEL,
-                                     "csrc/ops/other.cu": KERNEL.replace('#include "compat.h"\n', "")})
+    findings = scan_files(
+        tmp_path,
+        {
+            "csrc/include/compat.h": COMPAT,
+            "csrc/ops/k.cu": KERNEL,
+            "csrc/ops/other.cu": KERNEL.replace('#include "compat.h"\n', ""),
+        },
+    )
     assert sorted(summary(findings)) == [
         ("bf16_type", "csrc/ops/other.cu", 1, "__nv_bfloat16"),
         ("stream_api", "csrc/ops/other.cu", 2, "cudaStream_t"),
@@ -38,8 +46,11 @@ def test_names_a_compat_header_defines_for_rocm_are_not_reported(tmp_path):
 
 
 def test_compat_names_are_followed_through_nested_includes(tmp_path):
-    files = {"csrc/compat.h": COMPAT, "csrc/common.cuh": '#pragma once\n#include "compat.h"\n',
-             "csrc/k.cu": KERNEL.replace("compat.h", "common.cuh")}
+    files = {
+        "csrc/compat.h": COMPAT,
+        "csrc/common.cuh": '#pragma once\n#include "compat.h"\n',
+        "csrc/k.cu": KERNEL.replace("compat.h", "common.cuh"),
+    }
     assert scan_files(tmp_path, files) == []
 
 
@@ -47,74 +58,97 @@ CUDA_ONLY_HEADER = "#pragma once\n#include <cuda_fp8.h>\n__device__ __nv_fp8_e4m
 
 
 def test_a_header_included_only_from_cuda_branches_is_cuda_only(tmp_path):
-    files = {"csrc/hopper/fp8_impl.cuh": CUDA_ONLY_HEADER,
-             "csrc/hopper/chain.cuh": '#pragma once\n#include "fp8_impl.cuh"\n',
-             "csrc/k.cu": '#ifndef USE_ROCM\n#include "hopper/chain.cuh"\n#endif\n',
-             "csrc/j.cu": '#ifdef USE_ROCM\n#include <hip/hip_runtime.h>\n#else\n#include "hopper/fp8_impl.cuh"\n#endif\n'}
+    files = {
+        "csrc/hopper/fp8_impl.cuh": CUDA_ONLY_HEADER,
+        "csrc/hopper/chain.cuh": '#pragma once\n#include "fp8_impl.cuh"\n',
+        "csrc/k.cu": '#ifndef USE_ROCM\n#include "hopper/chain.cuh"\n#endif\n',
+        "csrc/j.cu": '#ifdef USE_ROCM\n#include <hip/hip_runtime.h>\n#else\n#include "hopper/fp8_impl.cuh"\n#endif\n',
+    }
     assert scan_files(tmp_path, files) == []
 
 
 def test_a_header_also_included_for_rocm_is_scanned(tmp_path):
-    files = {"csrc/fp8_impl.cuh": CUDA_ONLY_HEADER,
-             "csrc/k.cu": '#ifndef USE_ROCM\n#include "fp8_impl.cuh"\n#endif\n',
-             "csrc/j.cu": '#include "fp8_impl.cuh"\n',
-             "csrc/unused.cuh": CUDA_ONLY_HEADER}
+    files = {
+        "csrc/fp8_impl.cuh": CUDA_ONLY_HEADER,
+        "csrc/k.cu": '#ifndef USE_ROCM\n#include "fp8_impl.cuh"\n#endif\n',
+        "csrc/j.cu": '#include "fp8_impl.cuh"\n',
+        "csrc/unused.cuh": CUDA_ONLY_HEADER,
+    }
     assert sorted(summary(scan_files(tmp_path, files))) == [
-        ("cuda_header", "csrc/fp8_impl.cuh", 2, "cuda_fp8.h"), ("cuda_header", "csrc/unused.cuh", 2, "cuda_fp8.h"),
-        ("fp8_type", "csrc/fp8_impl.cuh", 3, "__nv_fp8_e4m3"), ("fp8_type", "csrc/unused.cuh", 3, "__nv_fp8_e4m3")]
+        ("cuda_header", "csrc/fp8_impl.cuh", 2, "cuda_fp8.h"),
+        ("cuda_header", "csrc/unused.cuh", 2, "cuda_fp8.h"),
+        ("fp8_type", "csrc/fp8_impl.cuh", 3, "__nv_fp8_e4m3"),
+        ("fp8_type", "csrc/unused.cuh", 3, "__nv_fp8_e4m3"),
+    ]
 
 
 def test_a_project_helper_named_like_cuda_is_not_reported(tmp_path):
-    text = ("inline void cudaCheckLastError(const char* where) {\n  (void)where;\n}\n"
-            "void run() { cudaCheckLastError(\"run\"); }\n")
+    text = (
+        "inline void cudaCheckLastError(const char* where) {\n  (void)where;\n}\n"
+        'void run() { cudaCheckLastError("run"); }\n'
+    )
     assert scan_files(tmp_path, {"csrc/util.cu": text}) == []
 
 
 def test_a_shim_header_in_the_repo_is_not_a_cuda_header(tmp_path):
-    files = {"csrc/shim/cuda_bf16.h": "#pragma once\n#include <hip/hip_bf16.h>\n",
-             "csrc/k.cu": "#include <cuda_bf16.h>\n"}
+    files = {
+        "csrc/shim/cuda_bf16.h": "#pragma once\n#include <hip/hip_bf16.h>\n",
+        "csrc/k.cu": "#include <cuda_bf16.h>\n",
+    }
     assert scan_files(tmp_path, files) == []
 
 
 def _profile(tmp_path, hipify: bool):
     path = tmp_path / f"profile-{hipify}.yaml"
-    path.write_text(f"name: p\nhipify_at_build: {str(hipify).lower()}\nbuild:\n  rocm: make\n"
-                    f"launch:\n  command: serve --port {{port}}\n")
-    return str(path)
+    path.write_text(
+        f"name: p\nhipify_at_build: {str(hipify).lower()}\nbuild:\n  rocm: make\n"
+        f"launch:\n  command: serve --port {{port}}\n"
+    )
+    return load_profile(str(path))
 
 
-HIPIFY_TREE = {"csrc/k.cu": (
-    "#include <cuda_runtime.h>\n#include <cuda_bf16.h>\n#include <cuda_fp8.h>\n#include <cub/cub.cuh>\n"
-    "#include <cub/warp/warp_reduce.cuh>\n__device__ __nv_bfloat16 f(__nv_bfloat16 v) {\n"
-    "  return __shfl_xor_sync(0xffffffff, v, 1);\n}\n__device__ __nv_fp8_e4m3 q;\n"
-    "void launch(cudaStream_t s) { cudaGetLastError(); cuTensorMapEncodeTiled(0); }\n"
-    "__device__ int lane() { return threadIdx.x & 31; }\n")}
+HIPIFY_TREE = {
+    "csrc/k.cu": (
+        "#include <cuda_runtime.h>\n#include <cuda_bf16.h>\n#include <cuda_fp8.h>\n#include <cub/cub.cuh>\n"
+        "#include <cub/warp/warp_reduce.cuh>\n__device__ __nv_bfloat16 f(__nv_bfloat16 v) {\n"
+        "  return __shfl_xor_sync(0xffffffff, v, 1);\n}\n__device__ __nv_fp8_e4m3 q;\n"
+        "void launch(cudaStream_t s) { cudaGetLastError(); cuTensorMapEncodeTiled(0); }\n"
+        "__device__ int lane() { return threadIdx.x & 31; }\n"
+    )
+}
 
 
 def test_a_hipifying_profile_hides_only_what_hipify_translates(tmp_path):
     root = write(tmp_path / "repo", HIPIFY_TREE)
     plain = {f.symbol for f in scan_repo(root, profile=_profile(tmp_path, False))}
     hipified = {f.symbol for f in scan_repo(root, profile=_profile(tmp_path, True))}
-    translated = {"cuda_runtime.h", "cuda_bf16.h", "cub/cub.cuh", "__nv_bfloat16", "cudaStream_t",
-                  "cudaGetLastError"}
+    translated = {
+        "cuda_runtime.h",
+        "cuda_bf16.h",
+        "cub/cub.cuh",
+        "__nv_bfloat16",
+        "cudaStream_t",
+        "cudaGetLastError",
+    }
     assert translated <= plain
     assert plain - hipified == translated
-    assert hipified == {"cuda_fp8.h", "cub/warp/warp_reduce.cuh", "__shfl_xor_sync", "__nv_fp8_e4m3",
-                        "cuTensorMapEncodeTiled", "& 31"}
+    assert hipified == {
+        "cuda_fp8.h",
+        "cub/warp/warp_reduce.cuh",
+        "__shfl_xor_sync",
+        "__nv_fp8_e4m3",
+        "cuTensorMapEncodeTiled",
+        "& 31",
+    }
     assert {f.symbol for f in scan_repo(root, hipify=True)} == hipified
 
 
-@pytest.mark.parametrize("name,hipifies", [("sglang", True), ("vllm", True), ("tinyserve", False)])
+@pytest.mark.parametrize(("name", "hipifies"), [("sglang", True), ("vllm", True), ("tinyserve", False)])
 def test_bundled_profiles_by_name(tmp_path, name, hipifies):
     root = write(tmp_path / "repo", HIPIFY_TREE)
-    symbols = {f.symbol for f in scan_repo(root, profile=name)}
+    symbols = {f.symbol for f in scan_repo(root, profile=load_profile(name))}
     assert ("cuda_runtime.h" not in symbols) is hipifies
     assert "__shfl_xor_sync" in symbols
-
-
-def test_bad_profile_is_a_one_line_scan_error(tmp_path):
-    with pytest.raises(ScanError, match="no profile 'nonesuch'"):
-        scan_repo(tmp_path, profile="nonesuch")
 
 
 def test_results_are_identical_and_sorted_across_runs(tmp_path):
@@ -148,10 +182,13 @@ def test_vendored_directories_are_skipped_unless_asked(tmp_path):
 
 
 def test_binary_and_non_utf8_files(tmp_path):
-    root = write(tmp_path / "repo", {
-        "csrc/blob.cu": b"\x7fELF\x00\x00\x01#include <cuda_runtime.h>\n",
-        "csrc/latin1.cu": "// Übersetzt von Jürgen\n#include <cuda_bf16.h>\n".encode("latin-1"),
-    })
+    root = write(
+        tmp_path / "repo",
+        {
+            "csrc/blob.cu": b"\x7fELF\x00\x00\x01#include <cuda_runtime.h>\n",
+            "csrc/latin1.cu": "// Übersetzt von Jürgen\n#include <cuda_bf16.h>\n".encode("latin-1"),
+        },
+    )
     report = scan_report(root)
     assert summary(report.findings) == [("cuda_header", "csrc/latin1.cu", 2, "cuda_bf16.h")]
     assert report.skipped == [("csrc/blob.cu", "binary file")]
@@ -232,3 +269,24 @@ def test_scan_file_scans_one_file(tmp_path):
         scan_file(nested, root=tmp_path / "elsewhere")
     with pytest.raises(ScanError, match="not a file"):
         scan_file(root)
+
+
+def test_cached_results_match_a_fresh_scan_and_a_broken_cache_is_ignored(tmp_path):
+    root = write(
+        tmp_path / "repo",
+        {
+            "csrc/compat.h": "#pragma once\n#ifdef USE_ROCM\n#define HAS_X2 1\n#else\n#define HAS_X2 0\n#endif\n",
+            "csrc/k.cu": '#include "compat.h"\n#if HAS_X2\nint a;\n#else\n#include <cuda_fp8.h>\n#endif\n'
+            "__global__ void k() { __syncwarp(); }\n",
+        },
+    )
+    cache = tmp_path / "cache"
+    fresh = summary(scan_repo(root))
+    assert summary(scan_report(root, cache_dir=cache).findings) == fresh
+    assert summary(scan_report(root, cache_dir=cache).findings) == fresh  # from the cache
+    (stored,) = cache.iterdir()
+    stored.write_bytes(b"not a cache")
+    assert summary(scan_report(root, cache_dir=cache).findings) == fresh
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the cache directory would go")
+    assert summary(scan_report(root, cache_dir=blocked).findings) == fresh

@@ -1,10 +1,12 @@
 """The ROCm build's own view: its source list splits findings into real blockers and not-built files."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import yaml
 
+from agent.profiles import Profile, load_profile
 from tests.tools.scan.helpers import scan_files, summary, write
 from tools.scan import scan_report
 from tools.scan.build_lists import cmake_sources, setup_py_sources
@@ -32,47 +34,73 @@ __global__ void copy(float* out) {
 }
 __device__ float reduce(float v) { return __shfl_xor_sync(FULL_MASK, v, 1, 32); }
 """
-COMPAT = "#pragma once\n#ifdef USE_ROCM\n#define FULL_MASK 0xffffffffffffffffULL\n#else\n#define FULL_MASK 0xffffffff\n#endif\n"
+COMPAT = (
+    "#pragma once\n#ifdef USE_ROCM\n#define FULL_MASK 0xffffffffffffffffULL\n"
+    "#else\n#define FULL_MASK 0xffffffff\n#endif\n"
+)
 
 
-def profile_file(tmp_path: Path) -> str:
+def profile_file(tmp_path: Path) -> Profile:
     data = yaml.safe_load(Path("agent/profiles/tinyserve.yaml").read_text())
-    data["rocm_sources"] = {"cmake": "CMakeLists.txt", "variables": {"GPU_LANG": "HIP"},
-                            "cuda_variables": {"GPU_LANG": "CUDA"}}
+    data["rocm_sources"] = {
+        "cmake": "CMakeLists.txt",
+        "variables": {"GPU_LANG": "HIP"},
+        "cuda_variables": {"GPU_LANG": "CUDA"},
+    }
     path = tmp_path / "profile.yaml"
     path.write_text(yaml.safe_dump(data))
-    return str(path)
+    return load_profile(str(path))
 
 
 def test_cmake_reader_follows_the_hip_branches(tmp_path):
     write(tmp_path, {"CMakeLists.txt": CMAKE})
     assert cmake_sources(tmp_path, "CMakeLists.txt", {"GPU_LANG": "HIP"}) == {
-        "csrc/common.cu", "csrc/lanes.cu", "csrc/rocm/attention.cu", "csrc/hip_only_kernel.cu"}
+        "csrc/common.cu",
+        "csrc/lanes.cu",
+        "csrc/rocm/attention.cu",
+        "csrc/hip_only_kernel.cu",
+    }
     assert "csrc/cutlass_gemm.cu" in cmake_sources(tmp_path, "CMakeLists.txt", {"GPU_LANG": "CUDA"})
 
 
 def test_setup_py_reader(tmp_path):
-    write(tmp_path, {"kernel/setup_rocm.py": 'sources = ["csrc/a.cu", "csrc/b.cpp"]\nother = "README.md"\n',
-                     "kernel/csrc/a.cu": "", "kernel/csrc/b.cpp": ""})
+    write(
+        tmp_path,
+        {
+            "kernel/setup_rocm.py": 'sources = ["csrc/a.cu", "csrc/b.cpp"]\nother = "README.md"\n',
+            "kernel/csrc/a.cu": "",
+            "kernel/csrc/b.cpp": "",
+        },
+    )
     assert setup_py_sources(tmp_path, "kernel/setup_rocm.py") == {"kernel/csrc/a.cu", "kernel/csrc/b.cpp"}
 
 
 def test_findings_split_by_the_rocm_build(tmp_path):
-    repo = write(tmp_path / "repo", {
-        "CMakeLists.txt": CMAKE, "csrc/compat.h": COMPAT, "csrc/lanes.cu": LANES,
-        "csrc/common.cu": '#include <cuda_bf16.h>\n__global__ void k() {}\n',
-        "csrc/cutlass_gemm.cu": '#include "cutlass/gemm/device/gemm.h"\n#include "cute/tensor.hpp"\n'
-                                'asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0}, {%1};");\n',
-        "csrc/hip_only_kernel.cu": "__device__ int lane() { return threadIdx.x % 32; }\n",
-        "tests/kernel_test.cu": "#include <cuda_fp8.h>\n"})
+    repo = write(
+        tmp_path / "repo",
+        {
+            "CMakeLists.txt": CMAKE,
+            "csrc/compat.h": COMPAT,
+            "csrc/lanes.cu": LANES,
+            "csrc/common.cu": "#include <cuda_bf16.h>\n__global__ void k() {}\n",
+            "csrc/cutlass_gemm.cu": '#include "cutlass/gemm/device/gemm.h"\n#include "cute/tensor.hpp"\n'
+            'asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0}, {%1};");\n',
+            "csrc/hip_only_kernel.cu": "__device__ int lane() { return threadIdx.x % 32; }\n",
+            "tests/kernel_test.cu": "#include <cuda_fp8.h>\n",
+        },
+    )
     report = scan_report(repo / "csrc", profile=profile_file(tmp_path))
     assert summary(report.findings) == [("cuda_header", "common.cu", 1, "cuda_bf16.h")]
     assert [n.path for n in report.not_built] == ["cutlass_gemm.cu"]
     assert report.not_built[0].blockers[:2] == ["CUTLASS", "CuTe"]
     assert report.rocm_only == 1  # hip_only_kernel.cu: only the HIP list has it
     everything = scan_report(repo, profile=profile_file(tmp_path), exclude=())
-    assert "tests/kernel_test.cu" in {f.file for f in everything.findings} | {n.path for n in everything.not_built}
-    assert "tests/kernel_test.cu" not in {n.path for n in scan_report(repo, profile=profile_file(tmp_path)).not_built}
+    assert "tests/kernel_test.cu" in {f.file for f in everything.findings} | {
+        n.path for n in everything.not_built
+    }
+    assert "tests/kernel_test.cu" not in {
+        n.path for n in scan_report(repo, profile=profile_file(tmp_path)).not_built
+    }
 
 
 def test_launch_attributes_are_reported_even_when_the_build_hipifies(tmp_path):
@@ -82,29 +110,44 @@ def test_launch_attributes_are_reported_even_when_the_build_hipifies(tmp_path):
 
 
 def test_cooperative_groups_and_cub_apis_without_hip_equivalents(tmp_path):
-    text = ("namespace cg = cooperative_groups;\n__device__ float f(cg::thread_block_tile<32> t, float v) {\n"
-            "  return cg::reduce(t, v, cg::greater<float>());\n}\n"
-            "__device__ unsigned g(unsigned x) { return cub::Traits<float>::TwiddleIn(x); }\n")
+    text = (
+        "namespace cg = cooperative_groups;\n__device__ float f(cg::thread_block_tile<32> t, float v) {\n"
+        "  return cg::reduce(t, v, cg::greater<float>());\n}\n"
+        "__device__ unsigned g(unsigned x) { return cub::Traits<float>::TwiddleIn(x); }\n"
+    )
     assert {f.symbol for f in scan_files(tmp_path, {"k.cu": text})} == {
-        "cg::reduce", "cg::greater", "cub::Traits<T>::TwiddleIn"}
+        "cg::reduce",
+        "cg::greater",
+        "cub::Traits<T>::TwiddleIn",
+    }
 
 
 def test_amd_arm_and_x86_assembly_is_not_ptx(tmp_path):
-    text = ('__device__ float f(float h) { float r; asm volatile("v_cvt_f32_f16 %0, %1;" : "=v"(r) : "v"(h)); return r; }\n'
-            'void spin() { asm volatile("pause"); asm volatile("yield" ::: "memory"); }\n'
-            '__device__ void p() { asm volatile("prmt.b32 %0, %1, %2, 0x5410;" : "=r"(a) : "r"(b), "r"(c)); }\n')
+    text = (
+        '__device__ float f(float h) { float r; asm volatile("v_cvt_f32_f16 %0, %1;" : "=v"(r) : "v"(h)); return r; }\n'
+        'void spin() { asm volatile("pause"); asm volatile("yield" ::: "memory"); }\n'
+        '__device__ void p() { asm volatile("prmt.b32 %0, %1, %2, 0x5410;" : "=r"(a) : "r"(b), "r"(c)); }\n'
+    )
     assert [f.symbol for f in scan_files(tmp_path, {"k.cu": text})] == ["prmt.b32"]
 
 
 def test_nothing_is_reported_inside_a_rocm_only_region(tmp_path):
-    text = "#ifdef USE_ROCM\n__device__ float f(float v) { return __shfl_xor_sync(0xffffffff, v, 1); }\n#endif\n"
+    text = (
+        "#ifdef USE_ROCM\n__device__ float f(float v) { return __shfl_xor_sync(0xffffffff, v, 1); }\n#endif\n"
+    )
     assert scan_files(tmp_path, {"k.cu": text}) == []
 
 
 def test_runtime_python_is_in_the_build_and_kernel_generators_are_not(tmp_path):
-    repo = write(tmp_path / "repo", {
-        "CMakeLists.txt": CMAKE, "csrc/common.cu": "__global__ void k() {}\n",
-        "csrc/generate.py": "import cutlass_library\n", "pkg/layers/router.py": "import deep_gemm\n"})
+    repo = write(
+        tmp_path / "repo",
+        {
+            "CMakeLists.txt": CMAKE,
+            "csrc/common.cu": "__global__ void k() {}\n",
+            "csrc/generate.py": "import cutlass_library\n",
+            "pkg/layers/router.py": "import deep_gemm\n",
+        },
+    )
     report = scan_report(repo, profile=profile_file(tmp_path))
     assert summary(report.findings) == [("cuda_only_dep", "pkg/layers/router.py", 1, "deep_gemm")]
     assert [n.path for n in report.not_built] == ["csrc/generate.py"]

@@ -1,4 +1,5 @@
 """`rocport scan` through its real entry point: table, JSON, SARIF 2.1.0, --output, errors."""
+
 from __future__ import annotations
 
 import json
@@ -15,10 +16,16 @@ from tools.records import KINDS
 
 TREE = {
     "csrc/k.cu": "#include <cuda_bf16.h>\n#ifndef USE_ROCM\n#include <cub/cub.cuh>\n#endif\n"
-                 "__device__ float f(float v) { return __shfl_xor_sync(0xffffffff, v, 1); }\n"
-                 "__device__ int lane() { return threadIdx.x % 32; }\n",
+    "__device__ float f(float v) { return __shfl_xor_sync(0xffffffff, v, 1); }\n"
+    "__device__ int lane() { return threadIdx.x % 32; }\n",
     "srt/layers/m.py": "import torch\nimport deep_gemm\n",
 }
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path, monkeypatch):
+    """The CLI caches results by default: keep each test's cache in its own directory."""
+    monkeypatch.setenv("ROCPORT_CACHE_DIR", str(tmp_path / "cache"))
 
 
 def rocport(*args: str) -> subprocess.CompletedProcess:
@@ -57,10 +64,20 @@ def test_sarif_through_the_real_cli(tmp_path):
     log = json.loads(out.read_text())
     check_sarif(log)
     results = log["runs"][0]["results"]
-    where = sorted((r["ruleId"], r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
-                    r["locations"][0]["physicalLocation"]["region"]["startLine"]) for r in results)
-    assert where == [("cuda_header", "csrc/k.cu", 1), ("cuda_only_dep", "srt/layers/m.py", 2),
-                     ("warp_intrinsic", "csrc/k.cu", 5), ("warp_size", "csrc/k.cu", 6)]
+    where = sorted(
+        (
+            r["ruleId"],
+            r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+            r["locations"][0]["physicalLocation"]["region"]["startLine"],
+        )
+        for r in results
+    )
+    assert where == [
+        ("cuda_header", "csrc/k.cu", 1),
+        ("cuda_only_dep", "srt/layers/m.py", 2),
+        ("warp_intrinsic", "csrc/k.cu", 5),
+        ("warp_size", "csrc/k.cu", 6),
+    ]
     assert "wrote 4 finding(s)" in proc.stderr
 
 
@@ -97,11 +114,14 @@ def test_hipify_flag_and_profile_hide_translated_constructs(tmp_path):
         assert [i["symbol"] for i in json.loads(result.output)] == ["__shfl_xor_sync", "% 32", "deep_gemm"]
 
 
-@pytest.mark.parametrize("args,message", [
-    (["scan", "/nonexistent/repo"], "/nonexistent/repo: no such file or directory"),
-    (["scan", ".", "--profile", "no-such-framework"], "no profile 'no-such-framework'"),
-    (["scan", ".", "--format", "xml"], "xml"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["scan", "/nonexistent/repo"], "/nonexistent/repo: no such file or directory"),
+        (["scan", ".", "--profile", "no-such-framework"], "no profile 'no-such-framework'"),
+        (["scan", ".", "--format", "xml"], "xml"),
+    ],
+)
 def test_bad_input_is_a_one_line_error(args, message):
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2
@@ -124,5 +144,26 @@ def test_select_exclude_statistics_and_exit_status(tmp_path):
     stats = CliRunner().invoke(app, ["scan", str(root), "--statistics"], terminal_width=200)
     row = next(line for line in stats.output.splitlines() if "cuda_header" in line)
     assert [c for c in row.split() if c != "│"][:2] == ["1", "cuda_header"]
-    clean = CliRunner().invoke(app, ["scan", str(root), "-f", "json", "--exclude", "csrc", "--exclude", "srt"])
+    clean = CliRunner().invoke(
+        app, ["scan", str(root), "-f", "json", "--exclude", "csrc", "--exclude", "srt"]
+    )
     assert clean.exit_code == 0 and json.loads(clean.output) == []
+
+
+def test_a_second_scan_reuses_unchanged_files_and_sees_edits(tmp_path):
+    root = write(tmp_path / "repo", TREE)
+    first = CliRunner().invoke(app, ["scan", str(root), "-f", "json"])
+    assert list((tmp_path / "cache" / "scan").iterdir()), "the default scan keeps a cache"
+    again = CliRunner().invoke(app, ["scan", str(root), "-f", "json"])
+    assert json.loads(again.output) == json.loads(first.output)
+    kernel = next(root.rglob("*.cu"))
+    kernel.write_text("#include <cuda_fp16.h>\n" + kernel.read_text())
+    edited = CliRunner().invoke(app, ["scan", str(root), "-f", "json", "--select", "cuda_header"])
+    assert sorted(i["symbol"] for i in json.loads(edited.output)) == ["cuda_bf16.h", "cuda_fp16.h"]
+    other = tmp_path / "other"
+    plain = CliRunner().invoke(
+        app,
+        ["scan", str(write(other, TREE)), "-f", "json", "--no-cache"],
+        env={"ROCPORT_CACHE_DIR": str(other)},
+    )
+    assert plain.exit_code == 1 and not (other / "scan").exists()

@@ -1,5 +1,6 @@
 """The scan against the fixture framework's fault-injected tasks: a clean tinyserve has no finding,
 and every injected compile-time/import fault the task expects is found where the task says."""
+
 from __future__ import annotations
 
 import shutil
@@ -14,16 +15,27 @@ from tools.scan import scan_repo
 REPO = Path(__file__).resolve().parents[3]
 TINYSERVE = REPO / "evals" / "frameworks" / "tinyserve"
 TASKS = REPO / "evals" / "tasks"
-SCANNABLE = {"cuda_header", "cub", "cuda_std", "warp_intrinsic", "warp_size", "inline_ptx", "bf16_type",
-             "fp16_type", "fp8_type", "cuda_only_dep"}
+SCANNABLE = {
+    "cuda_header",
+    "cub",
+    "cuda_std",
+    "warp_intrinsic",
+    "warp_size",
+    "inline_ptx",
+    "bf16_type",
+    "fp16_type",
+    "fp8_type",
+    "cuda_only_dep",
+}
 
 
 def _tasks() -> list[Path]:
     out = []
     for path in sorted(TASKS.glob("*.yaml")):
         task = yaml.safe_load(path.read_text())
-        if isinstance(task, dict) and any(e.get("kind") in SCANNABLE and e.get("symbol")
-                                          for e in task.get("expected_failures", [])):
+        if isinstance(task, dict) and any(
+            e.get("kind") in SCANNABLE and e.get("symbol") for e in task.get("expected_failures", [])
+        ):
             out.append(path)
     return out
 
@@ -44,7 +56,10 @@ def test_injected_faults_are_found(tmp_path, task_path):
         touched |= {line[6:] for line in text.splitlines() if line.startswith("+++ b/")}
         subprocess.run(["git", "apply", str(TASKS / patch)], cwd=tree, check=True)
     found = {(f.kind, f.file, f.symbol) for f in scan_repo(tree)}
-    expected = {(e["kind"], e["file"], e["symbol"]) for e in task["expected_failures"]
-                if e.get("kind") in SCANNABLE and e.get("symbol")}
+    expected = {
+        (e["kind"], e["file"], e["symbol"])
+        for e in task["expected_failures"]
+        if e.get("kind") in SCANNABLE and e.get("symbol")
+    }
     assert expected <= found
     assert {file for _, file, _ in found} <= touched

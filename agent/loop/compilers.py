@@ -1,0 +1,124 @@
+"""The run's warm compile services: hipcc inside the run's sandbox, nvcc on the host, one cache each.
+
+Unit checks and full builds share them: a unit check's object is what the next full build reuses
+(sandboxes/compile_service.py). When a service cannot start (an image without python3), compiles fall
+back to one sandbox command each and the run says so. nvcc's cache outlives the run (in the run dir's
+`cuda-cache/`): a CUDA build of the final tree afterwards (the eval's scoring build) goes through it and
+reuses every unit the CUDA checks compiled (sandboxes.compile_service.kept_build_prefix).
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sandboxes.base import CommandResult, Sandbox, SandboxError
+from sandboxes.compile_service import CompileService
+from sandboxes.local import LocalSandbox
+
+
+@dataclass
+class Compilers:
+    """hipcc's service (in the run's sandbox, started at once) and nvcc's (on the host, started by the
+    first CUDA check: a run with no kernel patch never starts it); None where unavailable."""
+
+    hip: CompileService | None = None
+    repo: Path | None = None
+    rundir: Any = None
+    observer: Any = None
+    notes: list[str] = field(default_factory=list)
+    _cuda: CompileService | None = None
+    _cuda_box: Sandbox | None = None
+    _cuda_tried: bool = False
+
+    @classmethod
+    def start(cls, sandbox: Sandbox, repo: Path, observer: Any = None, rundir: Any = None) -> Compilers:
+        """Start hipcc's service; what could not start is a note, never an error."""
+        out = cls(repo=repo, rundir=rundir, observer=observer)
+        out.hip = out._start(sandbox, "hipcc", rundir)
+        return out
+
+    @property
+    def cuda_box(self) -> Sandbox | None:
+        """The host sandbox nvcc runs in (None: no nvcc on this machine)."""
+        self._start_cuda()
+        return self._cuda_box
+
+    @property
+    def cuda(self) -> CompileService | None:
+        self._start_cuda()
+        return self._cuda
+
+    def _start_cuda(self) -> None:
+        if self._cuda_tried or self.repo is None:
+            return
+        self._cuda_tried = True
+        if shutil.which("nvcc") is not None:
+            kept = self.rundir.cuda_cache if self.rundir is not None else None
+            self._cuda_box = LocalSandbox(self.repo, logdir=kept)
+            self._cuda = self._start(self._cuda_box, "nvcc", self.rundir)
+
+    def _start(self, box: Sandbox, what: str, rundir: Any) -> CompileService | None:
+        try:
+            service = CompileService.start(box)
+        except (RuntimeError, OSError) as exc:
+            self.notes.append(f"{what} unit compiles run one command each: {exc}")
+            if self.observer is not None:
+                self.observer.emit("note", message=self.notes[-1])
+            return None
+        if rundir is not None:
+            service.on_result = _logger(rundir, what)
+        return service
+
+    def build_prefix(self) -> str:
+        """What a full ROCm build command is prefixed with to compile through the shared cache."""
+        return self.hip.build_prefix() if self.hip is not None and self.hip.alive() else ""
+
+    def stats(self) -> dict[str, int]:
+        """Compiles the caches answered and missed, unit checks and full builds alike (from each cache's
+        ledger), and the requests the services answered (for the run's events and the benchmark)."""
+        services = [s for s in (self.hip, self._cuda) if s is not None]
+        kinds: dict[str, int] = {}
+        for service in services:
+            ledger = service.cache_dir / "ledger"
+            for line in ledger.read_text().splitlines() if ledger.exists() else []:
+                kind = line.split("\t", 1)[0]
+                kinds[kind] = kinds.get(kind, 0) + 1
+        return {
+            "compile_requests": sum(s.stats.requests for s in services),
+            "compile_cache_hits": sum(n for kind, n in kinds.items() if kind != "miss"),
+            "compile_cache_misses": kinds.get("miss", 0),
+        }
+
+    def close(self) -> None:
+        for service in (self.hip, self._cuda):
+            if service is not None:
+                try:
+                    service.close(keep_cache=service is self._cuda and self.rundir is not None)
+                except SandboxError:  # a container already gone took its service with it
+                    continue
+        if self._cuda_box is not None:
+            self._cuda_box.close()
+        self.hip = self._cuda = self._cuda_box = None
+
+
+def _logger(rundir: Any, what: str):
+    """Keep each answered compile in the run dir's logs, as a sandbox command would be."""
+
+    def log(result: CommandResult, cached: str) -> None:
+        words = [w for w in result.cmd.split() if not w.startswith("-")]
+        name = "-".join([what, *[Path(w).name for w in words[1:] if "/" in w][:1]])
+        if cached:
+            result = CommandResult(
+                result.cmd,
+                result.returncode,
+                result.stdout,
+                f"# rocport compile cache: {cached} hit (same preprocessed input)\n" + result.stderr,
+                result.duration_s,
+                result.timed_out,
+            )
+        rundir.log_command(name, result)
+
+    return log

@@ -1,0 +1,48 @@
+"""CUDA preprocessor token streams remembered by what the preprocessor read.
+
+The CUDA `-E` identity proof preprocesses every touched file before and after each patch; in a wave the
+tree one proposal leaves ("after") is the tree the next one starts from ("before"), and a reverted patch
+puts back a tree already seen. A stream is reused while every file its line markers name still reads
+the same (content inside the repo, size and mtime outside: the compile cache's direct mode, with its one
+known limit: a new header that would shadow an old one on the include path is not noticed).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from pathlib import Path
+
+from sandboxes.compile_cache import file_digest, preprocessed_deps
+
+ENTRIES = 64
+"""Streams kept per process (a stream is megabytes at most; a wave touches a few files)."""
+
+
+class PreprocessedMemo:
+    """Token streams keyed by (repo, command), each with the digests of the files it was made from."""
+
+    def __init__(self, entries: int = ENTRIES):
+        self.entries = entries
+        self._memo: OrderedDict[tuple[str, str, tuple], list[str]] = OrderedDict()
+        self.hits = 0
+
+    def get(self, root: Path, cmd: str) -> list[str] | None:
+        """The stream of `cmd` in `root` when all the files it read still read the same, else None."""
+        for (where, command, deps), stream in reversed(self._memo.items()):
+            if (where, command) == (str(root), cmd) and all(file_digest(n, str(root)) == d for n, d in deps):
+                self._memo.move_to_end((where, command, deps))
+                self.hits += 1
+                return stream
+        return None
+
+    def put(self, root: Path, cmd: str, preprocessed: bytes, stream: list[str]) -> None:
+        """Remember `stream`, made by `cmd` in `root`, with what its preprocessor read."""
+        deps = tuple(tuple(pair) for pair in preprocessed_deps(preprocessed, str(root)))
+        self._memo[(str(root), cmd, deps)] = stream
+        self._memo.move_to_end((str(root), cmd, deps))
+        while len(self._memo) > self.entries:
+            self._memo.popitem(last=False)
+
+
+MEMO = PreprocessedMemo()
+"""One per process: runs of an eval share it safely (keys hold the repo path and the file digests)."""

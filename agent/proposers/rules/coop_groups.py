@@ -1,0 +1,81 @@
+"""Cooperative-groups gaps on ROCm: `cg::reduce` and its operators become a warp (tile) reduction.
+
+HIP's cooperative groups have tiles and their shuffles but no `reduce`, `plus`, `less` or `greater`.
+The compat header gets them under `#ifdef USE_ROCM`: a butterfly of `shfl_xor` over the tile, which
+leaves the result in every lane as CUDA's `cg::reduce` does. Nothing changes on CUDA.
+"""
+
+from __future__ import annotations
+
+import re
+
+from agent.proposers.rules.base import Workspace, make_proposal, register
+from agent.proposers.rules.compat_header import add_block, find_compat
+from agent.proposers.rules.headers import target_file
+from tools.records import Failure, Proposal
+
+_MISSING = re.compile(
+    r"no (?:member|template) named '(reduce|plus|less|greater)' in namespace '(?:cooperative_groups|cg)'"
+)
+MARK = "// cooperative_groups::reduce on ROCm"
+BLOCK = f"""\
+{MARK}: HIP's cooperative groups have no reduce or reduction operators. A tile
+// reduction is a butterfly of shfl_xor over the tile; every lane ends with the result, as on CUDA.
+#ifdef USE_ROCM
+#include <hip/hip_cooperative_groups.h>
+namespace cooperative_groups {{
+template <typename T>
+struct plus {{
+  __device__ T operator()(const T& a, const T& b) const {{ return a + b; }}
+}};
+template <typename T>
+struct less {{
+  __device__ T operator()(const T& a, const T& b) const {{ return b < a ? b : a; }}
+}};
+template <typename T>
+struct greater {{
+  __device__ T operator()(const T& a, const T& b) const {{ return a < b ? b : a; }}
+}};
+template <typename Tile, typename T, typename Op>
+__device__ T reduce(const Tile& tile, T value, Op op) {{
+  for (unsigned offset = tile.size() / 2; offset > 0; offset /= 2) {{
+    value = op(value, tile.shfl_xor(value, offset));
+  }}
+  return value;
+}}
+}}  // namespace cooperative_groups
+#endif
+"""
+
+
+class CoopGroupsReduceFixer:
+    """`cg::reduce` / `cg::greater` & co missing on ROCm -> a tile reduction in the compat header."""
+
+    family = "coop_groups"
+    kinds = ("compile_error",)
+
+    def propose(self, failure: Failure, ws: Workspace) -> Proposal | None:
+        if not _MISSING.search(failure.message or ""):
+            return None
+        rel = target_file(failure)
+        if ws.read(rel) is None:
+            return None
+        compat = find_compat(ws, rel)
+        has_block = compat is not None and MARK in (ws.read(compat) or "")
+        edits = add_block(ws, rel, None if has_block else BLOCK)
+        if not edits:
+            return None
+        return make_proposal(
+            failure,
+            self.family,
+            edits,
+            (
+                f"{rel}: HIP's cooperative groups lack cg::reduce and its operators; the compat header defines them "
+                f"under `#ifdef USE_ROCM` as a shfl_xor butterfly over the tile (result in every lane, as on CUDA). "
+                f"Compiled, not run: only running the kernel proves the reduction."
+            ),
+            ws=ws,
+        )
+
+
+register(CoopGroupsReduceFixer())

@@ -1,0 +1,162 @@
+"""cuda_header: CUDA runtime headers get an `#ifdef USE_ROCM` branch with their HIP equivalents."""
+
+from __future__ import annotations
+
+from agent.proposers.rules.base import Decline, Workspace, make_proposal, register
+from agent.proposers.rules.cpp import include_of, line_platforms
+from agent.proposers.rules.guard import guard_includes
+from tools.records import Failure, Proposal
+
+# CUDA header -> the HIP header(s) that declare the same API.
+HIP_HEADERS: dict[str, list[str]] = {
+    "cuda_runtime.h": ["hip/hip_runtime.h"],
+    "cuda_runtime_api.h": ["hip/hip_runtime_api.h"],
+    "device_launch_parameters.h": ["hip/hip_runtime.h"],
+    "cuda_bf16.h": ["hip/hip_bf16.h"],
+    "cuda_fp16.h": ["hip/hip_fp16.h"],
+    "cuda_fp8.h": ["hip/hip_fp8.h"],
+    "cooperative_groups.h": ["hip/hip_cooperative_groups.h"],
+    "cooperative_groups/reduce.h": ["hip/hip_cooperative_groups.h"],  # reduce itself: rule coop_groups
+    "curand_kernel.h": ["hiprand/hiprand_kernel.h"],
+    "curand.h": ["hiprand/hiprand.h"],
+}
+# Headers with no 1:1 HIP header: the code using them needs a human (or the LLM).
+NO_EQUIVALENT = {
+    "cuda.h": "cuda.h is the CUDA driver API; HIP has no 1:1 header (hip_runtime covers only part of it)",
+    "cudaTypedefs.h": "cudaTypedefs.h declares driver-API entry-point typedefs with no HIP counterpart",
+    "mma.h": "mma.h is the tensor-core WMMA API; ROCm needs rocWMMA or an MFMA rewrite",
+    "cuda_pipeline.h": "cuda_pipeline.h (cp.async pipelines) has no HIP equivalent",
+}
+ROCM_PREFIXES = ("hip/", "hipcub/", "rocprim/", "hiprand/", "rocrand/", "hipblas", "rocblas", "hip_")
+
+
+def hip_lines(headers: list[str]) -> list[str]:
+    return [f"#include <{h}>" for h in headers]
+
+
+def block_replacements(text: str) -> dict[str, list[str]]:
+    """ROCm lines for every CUDA header the text includes that has a mapping (runtime/type headers, cub,
+    host-compatible cuda/std), so one guard covers a whole block of includes."""
+    from agent.proposers.rules.cub import CUB_ROCM, STD_ALIAS, STD_HEADERS  # cub imports this module
+
+    out = {h: hip_lines(hips) for h, hips in HIP_HEADERS.items()}
+    for line in text.splitlines():
+        header = include_of(line) or ""
+        if header.startswith("cub/"):
+            out[header] = CUB_ROCM
+        elif header in STD_HEADERS:
+            out[header] = [f"#include <{STD_HEADERS[header]}>", STD_ALIAS]
+    return out
+
+
+def target_file(failure: Failure) -> str:
+    """The repo-relative file whose #include must change (the header, else the unit)."""
+    rel = failure.file or failure.facts.get("unit")
+    if not rel:
+        raise Decline("the failure names no file to patch")
+    return rel
+
+
+def unguarded(text: str, header: str) -> bool:
+    """True when `header` is #included somewhere both toolchains compile."""
+    lines = text.splitlines()
+    where = line_platforms(lines)
+    return any(include_of(ln) == header and where[i] == "both" for i, ln in enumerate(lines))
+
+
+def including_file(ws: Workspace, failure: Failure, header: str) -> str | None:
+    """The file that includes `header` where both toolchains compile it: the failure's file, else a file
+    its unit reaches (a log can name the unit for an error in one of its headers); None when none does."""
+    rel = target_file(failure)
+    if unguarded(ws.read(rel) or "", header):
+        return rel
+    from agent.patch.units import include_graph
+
+    graph = include_graph(ws.root)
+    todo, seen = [u for u in [failure.facts.get("unit"), rel] if u], set()
+    while todo:
+        cur = todo.pop()
+        if cur in seen:
+            continue
+        seen.add(cur)
+        if unguarded(ws.read(cur) or "", header):
+            return cur
+        todo += sorted(graph.get(cur, ()))
+    return None
+
+
+def guard_include_block(
+    ws: Workspace, failure: Failure, header: str, family: str, why: str
+) -> Proposal | None:
+    """The include block of the file that includes `header` rewritten as a USE_ROCM/CUDA pair (every
+    CUDA include of the block in one edit); `why` follows the file name in the proposal's rationale."""
+    rel = including_file(ws, failure, header)
+    if rel is None:
+        return None
+    text = ws.read(rel) or ""
+    new = guard_includes(text, block_replacements(text))
+    return make_proposal(failure, family, {rel: (text, new)}, f"{rel}: {why}", ws=ws)
+
+
+class CudaHeaderFixer:
+    """Guard CUDA runtime/type headers with their HIP equivalents under USE_ROCM."""
+
+    family = "headers"
+    kinds: tuple[str, ...] = ("cuda_header",)
+
+    def propose(self, failure: Failure, ws: Workspace) -> Proposal | None:
+        header = (failure.symbol or "").strip()
+        if header.startswith(ROCM_PREFIXES):
+            raise Decline(
+                f"{header} is a HIP/ROCm header: the ROCm toolchain or image lacks it "
+                f"(update ROCm or the image); the code is not wrong",
+                environment=True,
+            )
+        if header in NO_EQUIVALENT:
+            raise Decline(NO_EQUIVALENT[header])
+        if header not in HIP_HEADERS:
+            return None
+        return guard_include_block(
+            ws,
+            failure,
+            header,
+            self.family,
+            "include the HIP equivalents of the CUDA headers under `#ifdef USE_ROCM`; "
+            "the CUDA branch keeps the original #include lines unchanged.",
+        )
+
+
+IMPLICIT = {"threadIdx", "blockIdx", "blockDim", "gridDim", "__syncthreads", "warpSize", "__threadfence"}
+"""What nvcc declares in every .cu without an include; HIP declares it in hip/hip_runtime.h."""
+
+
+class ImplicitRuntimeFixer:
+    """`threadIdx` & co undeclared on ROCm: nvcc includes the CUDA runtime implicitly, hipcc does not."""
+
+    family = "implicit_runtime"
+    kinds: tuple[str, ...] = ("compile_error",)
+
+    def propose(self, failure: Failure, ws: Workspace) -> Proposal | None:
+        if (failure.symbol or "") not in IMPLICIT or "undeclared identifier" not in (failure.message or ""):
+            return None
+        from agent.proposers.rules.warp import add_lines  # warp imports this module
+
+        rel = target_file(failure)
+        text = ws.read(rel)
+        if text is None or "hip/hip_runtime.h" in text:
+            return None
+        new = add_lines(text, ["#ifdef USE_ROCM\n", "#include <hip/hip_runtime.h>\n", "#endif\n"])
+        return make_proposal(
+            failure,
+            self.family,
+            {rel: (text, new)},
+            (
+                f"{rel}: uses {failure.symbol}, which nvcc declares implicitly in every .cu; on ROCm it comes from "
+                f"hip/hip_runtime.h, included under `#ifdef USE_ROCM` (nothing changes on CUDA)."
+            ),
+            ws=ws,
+        )
+
+
+register(CudaHeaderFixer())
+register(ImplicitRuntimeFixer())

@@ -1,0 +1,92 @@
+"""CUDA runtime API names and their HIP spellings (the same calls and types under hip* names).
+
+Facts from the HIP runtime API; repos that hipify at build time get these renames from torch's hipify,
+repos built without it need them from a compat header. `cudaLaunchKernelEx` has no HIP 6.x counterpart
+and is handled by LAUNCH_EX below.
+"""
+
+from __future__ import annotations
+
+_SAME_TAIL = """
+Stream_t Event_t Error_t Success GetDevice SetDevice GetDeviceCount DeviceSynchronize DeviceGetAttribute
+GetDeviceProperties DeviceProp Malloc Free MallocAsync FreeAsync MallocHost FreeHost HostAlloc MallocManaged
+Memcpy MemcpyAsync Memcpy2D Memcpy2DAsync MemcpyPeer MemcpyPeerAsync Memset MemsetAsync MemcpyKind
+MemcpyHostToDevice MemcpyDeviceToHost MemcpyDeviceToDevice MemcpyHostToHost MemcpyDefault
+MemcpyToSymbol MemcpyToSymbolAsync MemcpyFromSymbol GetSymbolAddress
+StreamCreate StreamCreateWithFlags StreamCreateWithPriority StreamDestroy StreamSynchronize StreamWaitEvent
+StreamQuery StreamNonBlocking StreamDefault StreamIsCapturing StreamCaptureStatus StreamCaptureStatusNone
+StreamCaptureStatusActive StreamCaptureStatusInvalidated StreamBeginCapture StreamEndCapture
+StreamCaptureModeGlobal StreamCaptureModeThreadLocal StreamCaptureModeRelaxed
+EventCreate EventCreateWithFlags EventDestroy EventRecord EventSynchronize EventQuery EventElapsedTime
+EventDisableTiming EventDefault EventBlockingSync EventInterprocess
+GetLastError PeekAtLastError GetErrorString GetErrorName ErrorNotReady ErrorInvalidValue
+ErrorMemoryAllocation ErrorNotSupported
+FuncSetAttribute FuncGetAttributes FuncAttributes FuncAttributeMaxDynamicSharedMemorySize
+FuncAttributePreferredSharedMemoryCarveout FuncSetCacheConfig FuncCachePreferShared FuncCachePreferL1
+OccupancyMaxActiveBlocksPerMultiprocessor OccupancyMaxPotentialBlockSize LaunchKernel LaunchCooperativeKernel
+PointerGetAttributes PointerAttributes HostRegister HostUnregister HostGetDevicePointer
+HostRegisterDefault HostRegisterMapped HostRegisterPortable HostAllocDefault HostAllocMapped HostAllocPortable
+IpcMemHandle_t IpcEventHandle_t IpcGetMemHandle IpcOpenMemHandle IpcCloseMemHandle IpcMemLazyEnablePeerAccess
+IpcGetEventHandle IpcOpenEventHandle DeviceCanAccessPeer DeviceEnablePeerAccess DeviceDisablePeerAccess
+Graph_t GraphExec_t GraphLaunch GraphInstantiate GraphDestroy GraphExecDestroy
+MemGetInfo DriverGetVersion RuntimeGetVersion DeviceReset DeviceSetLimit DeviceGetLimit LimitStackSize
+"""
+# cudaX -> hipX for every X above; attributes are the one family that is renamed as well.
+RUNTIME: dict[str, str] = {f"cuda{tail}": f"hip{tail}" for tail in _SAME_TAIL.split()}
+RUNTIME.update(
+    {
+        "cudaDeviceAttr": "hipDeviceAttribute_t",
+        "cudaDevAttrComputeCapabilityMajor": "hipDeviceAttributeComputeCapabilityMajor",
+        "cudaDevAttrComputeCapabilityMinor": "hipDeviceAttributeComputeCapabilityMinor",
+        "cudaDevAttrMultiProcessorCount": "hipDeviceAttributeMultiprocessorCount",
+        "cudaDevAttrMaxSharedMemoryPerBlockOptin": "hipDeviceAttributeSharedMemPerBlockOptin",
+        "cudaDevAttrMaxSharedMemoryPerMultiprocessor": "hipDeviceAttributeMaxSharedMemoryPerMultiprocessor",
+        "cudaDevAttrMaxThreadsPerBlock": "hipDeviceAttributeMaxThreadsPerBlock",
+        "cudaDevAttrL2CacheSize": "hipDeviceAttributeL2CacheSize",
+        "cudaDevAttrWarpSize": "hipDeviceAttributeWarpSize",
+        "cudaDevAttrClockRate": "hipDeviceAttributeClockRate",
+    }
+)
+# Launch-with-attributes: HIP 6.x has no cudaLaunchKernelEx. Its attributes (programmatic dependent launch,
+# clusters, ...) are scheduling requests ROCm cannot honour, so the ROCm branch launches the kernel with
+# the same grid, block, shared memory and stream and drops them.
+LAUNCH_EX_NAMES = (
+    "cudaLaunchKernelEx",
+    "cudaLaunchConfig_t",
+    "cudaLaunchAttribute",
+    "cudaLaunchAttributeProgrammaticStreamSerialization",
+    "cudaLaunchAttributeValue",
+)
+LAUNCH_EX = """\
+// cudaLaunchKernelEx: HIP has no launch-attribute API. The attributes (programmatic dependent launch,
+// clusters) are scheduling requests ROCm cannot honour: they are dropped and the kernel is launched with
+// the same grid, block, dynamic shared memory and stream.
+enum cudaLaunchAttributeID {
+  cudaLaunchAttributeIgnore = 0,
+  cudaLaunchAttributeProgrammaticStreamSerialization = 1,
+  cudaLaunchAttributeClusterDimension = 2,
+};
+union cudaLaunchAttributeValue {
+  int programmaticStreamSerializationAllowed;
+  struct { unsigned x, y, z; } clusterDim;
+};
+struct cudaLaunchAttribute {
+  cudaLaunchAttributeID id;
+  cudaLaunchAttributeValue val;
+};
+struct cudaLaunchConfig_t {
+  dim3 gridDim;
+  dim3 blockDim;
+  size_t dynamicSmemBytes;
+  hipStream_t stream;
+  cudaLaunchAttribute* attrs;
+  unsigned numAttrs;
+};
+template <typename... Params, typename... Args>
+static inline hipError_t cudaLaunchKernelEx(const cudaLaunchConfig_t* config, void (*kernel)(Params...),
+                                            Args&&... args) {
+  hipLaunchKernelGGL(kernel, config->gridDim, config->blockDim, config->dynamicSmemBytes, config->stream,
+                     static_cast<Params>(args)...);
+  return hipGetLastError();
+}
+"""

@@ -1,0 +1,299 @@
+"""The compile cache, inside the sandbox (stdlib only, any python3 >= 3.8; compile_worker.py drives it).
+
+A compile (`... -c SRC -o OBJ`) is looked up by the sha256 of its preprocessed output (`-E`, same flags)
+plus its flags (the object path left out) and the compiler binary: identical preprocessed input reuses
+the stored exit code, messages and object. Like ccache's direct mode, each compile also records the
+files its preprocessor read (from the line markers) with their digests; when they all still read the
+same, the stored answer is reused without running the preprocessor at all (a new header that would
+shadow an old one on the include path is not noticed: the same limit ccache documents). A compile
+that was clean (exit 0, no messages, no -g) is also found when only line markers moved, e.g. a guard
+added higher up in an included header: without debug info the object does not depend on them.
+Anything the cache cannot reason about runs as is.
+"""
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+_LINE_MARKER = re.compile(rb"^\s*#\s*(?:line\s+)?\d+[^\n]*\n", re.MULTILINE)
+_MARKER_FILE = re.compile(rb'^\s*#\s*(?:line\s+)?\d+\s+"((?:[^"\\]|\\.)*)"', re.MULTILINE)
+MANIFEST_ENTRIES = 8
+_DEBUG = re.compile(r"^-g(\d|gdb|dwarf|line|column|$)")
+# flags whose output a cached entry could not reproduce (dependency files, temps, other outputs)
+_UNCACHEABLE = ("-M", "-E", "-S", "-save-temps", "--save-temps", "-fsyntax-only", "-###", "-v", "--version")
+OUTPUT_CAP = 2_000_000
+
+
+def _atomic_write(path, data):
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, path)
+
+
+def run_argv(argv, cwd, timeout, env=None):
+    """Run argv in its own process group; the group is killed on timeout. Returns a result dict."""
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return {
+            "returncode": 127,
+            "stdout": "",
+            "stderr": f"{argv[0]}: {exc.strerror}\n",
+            "duration_s": 0.0,
+            "timed_out": False,
+        }
+    timed_out = False
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+    return {
+        "returncode": 124 if timed_out else proc.returncode,
+        "stdout": out[-OUTPUT_CAP:].decode("utf-8", "replace"),
+        "stderr": err[-OUTPUT_CAP:].decode("utf-8", "replace"),
+        "duration_s": time.monotonic() - started,
+        "timed_out": timed_out,
+        "_raw_stdout": out,
+    }
+
+
+def split_compile(argv):
+    """(key argv, preprocess argv, object path) of a plain one-source compile, else None."""
+    if "-c" not in argv or argv.count("-o") != 1 or any(a.startswith("@") for a in argv[1:]):
+        return None
+    if any(a.startswith(_UNCACHEABLE) for a in argv[1:]):
+        return None
+    at = argv.index("-o")
+    if at + 1 >= len(argv):
+        return None
+    obj = argv[at + 1]
+    rest = argv[:at] + argv[at + 2 :]
+    return rest, [a for a in rest if a != "-c"] + ["-E"], obj
+
+
+def compiler_identity(name):
+    """Where the compiler binary is and which build of it (path, size, mtime)."""
+    path = shutil.which(name) or name
+    try:
+        st = os.stat(path)
+        return f"{os.path.realpath(path)}:{st.st_size}:{int(st.st_mtime)}"
+    except OSError:
+        return path
+
+
+def _keys(argv, preprocessed):
+    head = json.dumps([compiler_identity(argv[0]), argv[1:]]).encode()
+    exact = hashlib.sha256(head + b"\0" + preprocessed).hexdigest()
+    loose = hashlib.sha256(head + b"\0" + _LINE_MARKER.sub(b"", preprocessed)).hexdigest()
+    return exact, loose
+
+
+def _lookup(cache, exact, loose):
+    for name in (exact, _read(os.path.join(cache, "l", loose))):
+        if not name:
+            continue
+        meta = _read(os.path.join(cache, "e", name + ".json"))
+        if meta:
+            return json.loads(meta), name, "exact" if name == exact else "line markers only"
+    return None, None, ""
+
+
+def _read(path):
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError:
+        return ""
+
+
+def _store(cache, exact, loose, argv, result, obj):
+    os.makedirs(os.path.join(cache, "e"), exist_ok=True)
+    os.makedirs(os.path.join(cache, "l"), exist_ok=True)
+    if result["returncode"] == 0:
+        try:
+            shutil.copyfile(obj, os.path.join(cache, "e", exact + ".o.tmp"))
+            os.replace(os.path.join(cache, "e", exact + ".o.tmp"), os.path.join(cache, "e", exact + ".o"))
+        except OSError:
+            return  # no object to keep: do not remember a success we cannot reproduce
+    meta = {k: result[k] for k in ("returncode", "stdout", "stderr")}
+    _atomic_write(os.path.join(cache, "e", exact + ".json"), json.dumps(meta).encode())
+    clean = result["returncode"] == 0 and not (result["stdout"] or result["stderr"]).strip()
+    if loose and clean and not any(_DEBUG.match(a) for a in argv[1:]):
+        _atomic_write(os.path.join(cache, "l", loose), exact.encode())
+
+
+def file_digest(path, cwd):
+    """What a dependency is now: its content hash inside the work tree (patches land there), else size
+    and mtime (system headers do not change during a run)."""
+    full = path if os.path.isabs(path) else os.path.join(cwd, path)
+    try:
+        if os.path.realpath(full).startswith(os.path.realpath(cwd) + os.sep):
+            with open(full, "rb") as fh:
+                return hashlib.sha256(fh.read()).hexdigest()
+        st = os.stat(full)
+        return f"{st.st_size}:{st.st_mtime_ns}"
+    except OSError:
+        return "missing"
+
+
+def preprocessed_deps(preprocessed, cwd):
+    """Every file the preprocessor read, from its line markers, with its digest."""
+    names = {m.group(1).decode("utf-8", "replace") for m in _MARKER_FILE.finditer(preprocessed)}
+    return sorted([n, file_digest(n, cwd)] for n in names if not n.startswith("<"))
+
+
+def _manifest_path(cache, key_argv, cwd):
+    name = hashlib.sha256(
+        json.dumps([compiler_identity(key_argv[0]), key_argv[1:], cwd]).encode()
+    ).hexdigest()
+    return os.path.join(cache, "m", name + ".json")
+
+
+def _direct(cache, key_argv, cwd):
+    """The stored compile whose recorded inputs all still read the same (no preprocessor run), else None."""
+    text = _read(_manifest_path(cache, key_argv, cwd))
+    for entry in json.loads(text) if text else []:
+        if all(file_digest(name, cwd) == digest for name, digest in entry["deps"]):
+            meta = _read(os.path.join(cache, "e", entry["exact"] + ".json"))
+            if meta:
+                return json.loads(meta), entry["exact"]
+    return None, None
+
+
+def _remember(cache, key_argv, cwd, deps, exact):
+    """Record which files this compile read, so the next identical one skips the preprocessor."""
+    os.makedirs(os.path.join(cache, "m"), exist_ok=True)
+    path = _manifest_path(cache, key_argv, cwd)
+    text = _read(path)
+    entries = [e for e in (json.loads(text) if text else []) if e["exact"] != exact]
+    entries.insert(0, {"deps": deps, "exact": exact})
+    _atomic_write(path, json.dumps(entries[:MANIFEST_ENTRIES]).encode())
+
+
+def _note(cache, how, argv):
+    """One line per cached compile in CACHE/ledger (hit kind or miss, the command): what a build reused."""
+    with open(os.path.join(cache, "ledger"), "a", encoding="utf-8") as fh:
+        fh.write(f"{how or 'miss'}\t{shlex.join(argv)}\n")
+
+
+def _reuse(cache, meta, name, how, obj_path, argv, started):
+    """A stored compile's answer, its object copied where this compile writes its own."""
+    if meta["returncode"] == 0:
+        os.makedirs(os.path.dirname(obj_path) or ".", exist_ok=True)
+        shutil.copyfile(os.path.join(cache, "e", name + ".o"), obj_path)
+    _note(cache, how, argv)
+    return {**meta, "duration_s": time.monotonic() - started, "timed_out": False, "cached": how}
+
+
+def _depfile_deps(path, cwd):
+    """The dependencies a `-MD -MF` file lists (the object's rule), with their digests."""
+    text = _read(path).replace("\\\n", " ")
+    names = re.split(r"(?<!\\)\s+", text.split(":", 1)[1].strip()) if ":" in text else []
+    return sorted([n.replace("\\ ", " "), file_digest(n.replace("\\ ", " "), cwd)] for n in set(names) if n)
+
+
+def _depend_compile(argv, key_argv, cwd, cache, timeout, env, obj_path, started):
+    """A first compile in a build: no preprocessor pass; the compiler lists what it read (-MD), which is
+    what the next identical compile is found by (ccache's depend mode). No line-marker-only reuse."""
+    fd, depfile = tempfile.mkstemp(prefix="rocport-", suffix=".d")
+    os.close(fd)
+    try:
+        result = run_argv([*argv, "-MD", "-MF", depfile], cwd, timeout, env)
+        deps = _depfile_deps(depfile, cwd)
+    finally:
+        # a failed compile takes its outputs with it, the -MF file too (clang deletes them on error)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(depfile)
+    if not result["timed_out"] and deps:
+        head = json.dumps([compiler_identity(key_argv[0]), key_argv[1:], deps]).encode()
+        key = "d" + hashlib.sha256(head).hexdigest()[1:]
+        _store(cache, key, None, key_argv, result, obj_path)
+        if _read(os.path.join(cache, "e", key + ".json")):
+            _remember(cache, key_argv, cwd, deps, key)
+    _note(cache, "", argv)
+    result["duration_s"] = time.monotonic() - started
+    return {**result, "cached": ""}
+
+
+def index_compile(argv, cwd, cache, timeout, env=None):
+    """Give a depend-mode build's stored clean compile of this command a preprocessed key too, so it is
+    still found once a patch only moves line markers in its input (a macro added to a header it includes).
+    Compiles nothing, runs one `-E` at most; asked before a header patch for the header's includers."""
+    result = {
+        "returncode": 0,
+        "stdout": "",
+        "stderr": "",
+        "duration_s": 0.0,
+        "timed_out": False,
+        "cached": "",
+    }
+    parts = split_compile(argv)
+    if parts is None or not cache:
+        return result
+    key_argv, pre_argv, _ = parts
+    meta, name = _direct(cache, key_argv, cwd)
+    marker = os.path.join(cache, "e", f"{name}.indexed")
+    clean = meta is not None and meta["returncode"] == 0 and not (meta["stdout"] or meta["stderr"]).strip()
+    if not clean or not name.startswith("d") or os.path.exists(marker) or any(_DEBUG.match(a) for a in argv):
+        return result  # nothing stored, a failure or messages to reproduce, or already keyed by its input
+    pre = run_argv(pre_argv, cwd, timeout, env)
+    if pre["returncode"] == 0:
+        loose = _keys(key_argv, pre["_raw_stdout"])[1]
+        _atomic_write(os.path.join(cache, "l", loose), name.encode())
+        _atomic_write(marker, loose.encode())
+    result["duration_s"] = pre["duration_s"]
+    return result
+
+
+def cached_compile(argv, cwd, cache, timeout, env=None, depend=False):
+    """Compile through the cache: a result dict with `cached` ('', 'direct', 'exact' or 'line markers
+    only'). `depend`: a miss compiles at once and records its -MD dependencies (builds), instead of
+    keying it by its preprocessed input first (unit checks, whose reuse across patches needs that key)."""
+    parts = split_compile(argv)
+    if parts is None or not cache:
+        return {**run_argv(argv, cwd, timeout, env), "cached": ""}
+    key_argv, pre_argv, obj = parts
+    started = time.monotonic()
+    obj_path = obj if os.path.isabs(obj) else os.path.join(cwd, obj)
+    meta, name = _direct(cache, key_argv, cwd)
+    if meta is not None:
+        return _reuse(cache, meta, name, "direct", obj_path, argv, started)
+    if depend:
+        return _depend_compile(argv, key_argv, cwd, cache, timeout, env, obj_path, started)
+    pre = run_argv(pre_argv, cwd, timeout, env)
+    if pre["returncode"] != 0:  # a preprocessor error is the compile's own result: run it as is
+        return {**run_argv(argv, cwd, timeout, env), "cached": ""}
+    exact, loose = _keys(key_argv, pre["_raw_stdout"])
+    meta, name, how = _lookup(cache, exact, loose)
+    if meta is not None:
+        _remember(cache, key_argv, cwd, preprocessed_deps(pre["_raw_stdout"], cwd), name)
+        return _reuse(cache, meta, name, how, obj_path, argv, started)
+    result = run_argv(argv, cwd, timeout, env)
+    if not result["timed_out"]:
+        _store(cache, exact, loose, key_argv, result, obj_path)
+        if _read(os.path.join(cache, "e", exact + ".json")):
+            _remember(cache, key_argv, cwd, preprocessed_deps(pre["_raw_stdout"], cwd), exact)
+        _note(cache, "", argv)
+    result["duration_s"] = time.monotonic() - started
+    return {**result, "cached": ""}

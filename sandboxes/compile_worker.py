@@ -1,0 +1,123 @@
+"""The warm compile service's inside half: runs in the sandbox (stdlib only, any python3 >= 3.8).
+
+    python3 compile_worker.py serve SPOOL            # answer requests written to SPOOL/req
+    python3 compile_worker.py shim NAME ARGS...      # stand in for NAME on PATH (a build's hipcc)
+
+Both go through compile_cache.py (copied beside this file): see there how a compile is looked up.
+"""
+
+import json
+import os
+import shlex
+import shutil
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # compile_cache.py, copied beside this file
+
+from compile_cache import _atomic_write, _read, cached_compile, index_compile, run_argv, split_compile
+
+_SHELL = set("|&;<>()$`\\\"'*?[]#~=%!{}")
+
+
+def plain_argv(cmd):
+    """The argv of a shell command with no shell syntax in it, else None (it runs through bash)."""
+    try:
+        argv = shlex.split(cmd)
+    except ValueError:
+        return None
+    if not argv or any(set(a) & _SHELL and not a.startswith("-") for a in argv):
+        return None
+    return argv
+
+
+def handle(request, cache):
+    """One request: {cmd, cwd, env, timeout, cache, mode} -> a result dict (no raw bytes). mode: "" (key
+    by preprocessed input), "depend" (compile at once, as a build), "index" (key a build's compile)."""
+    env = {**os.environ, **(request.get("env") or {})}
+    argv = plain_argv(request["cmd"])
+    mode = request.get("mode", "")
+    if argv is not None and mode == "index":
+        result = index_compile(argv, request["cwd"], cache, request["timeout"], env)
+    elif argv is not None and request.get("cache", True):
+        depend = mode == "depend"
+        result = cached_compile(argv, request["cwd"], cache, request["timeout"], env, depend=depend)
+    else:
+        result = run_argv(["bash", "-c", request["cmd"]], request["cwd"], request["timeout"], env)
+        result["cached"] = ""
+    result.pop("_raw_stdout", None)
+    return result
+
+
+def serve(spool):
+    """Answer requests (SPOOL/req/ID.json -> SPOOL/res/ID.json) in parallel, up to the cores."""
+    req, res, cache = (os.path.join(spool, d) for d in ("req", "res", "cache"))
+    for d in (req, res, cache):
+        os.makedirs(d, exist_ok=True)
+    taken = set()
+    lock = threading.Lock()
+
+    def work(name):
+        path = os.path.join(req, name)
+        try:
+            request = json.loads(_read(path))
+            result = handle(request, cache)
+        except Exception as exc:  # noqa: BLE001 - a bad request is an answer, never the end of the service
+            result = {
+                "returncode": 125,
+                "stdout": "",
+                "stderr": f"compile service: {exc!r}\n",
+                "duration_s": 0.0,
+                "timed_out": False,
+                "cached": "",
+            }
+        _atomic_write(os.path.join(res, name), json.dumps(result).encode())
+        os.unlink(path)
+        with lock:
+            taken.discard(name)
+
+    _atomic_write(os.path.join(spool, "ready"), str(os.getpid()).encode())
+    # Started by its owner directly (exec): a new parent means the owner died without closing us
+    # (kill -9, a crash), and nobody will ask again. In a container the container's end does this.
+    owner = os.getppid()
+    idle = 0.02
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        while os.path.isdir(req) and os.getppid() == owner:
+            fresh = [n for n in sorted(os.listdir(req)) if n.endswith(".json") and n not in taken]
+            for name in fresh:
+                with lock:
+                    taken.add(name)
+                pool.submit(work, name)
+            # quick while requests come, a few wake-ups a second when the run is elsewhere (a build)
+            idle = 0.02 if fresh else min(idle * 1.5, 0.25)
+            time.sleep(idle)
+
+
+def shim(name, args):
+    """Stand in for compiler NAME (found on PATH after this shim's folder) with the cache around it."""
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin")
+    path = os.pathsep.join(
+        p for p in os.environ.get("PATH", "").split(os.pathsep) if os.path.abspath(p) != here
+    )
+    # the compiler a build named before the shim took its place (HIPCC=/opt/rocm/bin/hipcc), else PATH's
+    real = os.environ.get("ROCPORT_REAL_" + name.upper()) or shutil.which(name, path=path)
+    if real is None:
+        sys.stderr.write(f"rocport compile cache: no {name} on PATH\n")
+        return 127
+    os.environ["PATH"] = path
+    cache = os.environ.get("ROCPORT_COMPILE_CACHE", "")
+    if not cache or split_compile([real, *args]) is None:  # a link, a dependency scan: the compiler itself
+        os.execv(real, [real, *args])  # noqa: S606 - become the real compiler, argv as the build gave it
+    result = cached_compile([real, *args], os.getcwd(), cache, timeout=None, depend=True)
+    sys.stdout.write(result["stdout"])
+    sys.stderr.write(result["stderr"])
+    return result["returncode"]
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "serve":
+        serve(sys.argv[2])
+    elif sys.argv[1] == "shim":
+        sys.exit(shim(sys.argv[2], sys.argv[3:]))

@@ -1,0 +1,40 @@
+"""A process started for one command loads only that command's module, and none is forgotten."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import agent.cli
+
+PROBE = (
+    "import sys; from agent.cli import main\n"
+    "try:\n    main()\nexcept SystemExit:\n    pass\n"
+    "print(' '.join(sorted(m for m in sys.modules if m.startswith('agent.cli.') or m in ('docker', 'langgraph'))))"
+)
+
+
+def _loaded(*argv: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, check=False, timeout=120
+    )
+    return set(out.stdout.strip().splitlines()[-1].split())
+
+
+def test_every_registered_command_maps_to_the_module_that_registers_it():
+    registered = {c.name or c.callback.__name__ for c in agent.cli.app.registered_commands}
+    registered |= {g.name for g in agent.cli.app.registered_groups}
+    assert registered == set(agent.cli.COMMAND_MODULES)
+
+
+def test_a_command_process_loads_its_own_module_only():
+    runs = _loaded("runs", "--help")
+    assert "agent.cli.port" in runs
+    assert not runs & {"agent.cli.sweep", "agent.cli.tune", "agent.cli.bench", "agent.cli.weights"}
+    diagnose = _loaded("diagnose", "--help")
+    assert "agent.cli.diagnose" in diagnose and not diagnose & {"docker", "langgraph", "agent.cli.port"}
+
+
+def test_help_and_unknown_commands_still_see_every_command():
+    assert {f"agent.cli.{m}" for m in set(agent.cli.COMMAND_MODULES.values())} <= _loaded("--help")
+    assert "agent.cli.sweep" in _loaded("nosuchcommand")

@@ -1,0 +1,85 @@
+"""A wave's proposals on different units are validated together: one compile round, one commit each."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import git
+
+from agent.loop.nodes.apply_check import apply_check
+from agent.loop.state import PortState
+from agent.proposers.rules import file_diff
+from tests.agent.portfixture import FILES
+from tests.agent.test_graph import checked_out, make_env
+
+KERNEL = "#include <cuda_runtime.h>\n\n__global__ void k_{name}(float* x) {{ x[threadIdx.x] *= 2.0f; }}\n"
+GUARDED = "#ifdef USE_ROCM\n#include <hip/hip_runtime.h>\n#else\n#include <cuda_runtime.h>\n#endif\n"
+UNITS = ("a", "b", "c")
+
+
+def _proposal(name: str, new_include: str) -> dict:
+    rel = f"csrc/{name}.cu"
+    old = KERNEL.format(name=name)
+    failure = {
+        "kind": "cuda_header",
+        "message": "'cuda_runtime.h' file not found",
+        "file": rel,
+        "line": 1,
+        "symbol": "cuda_runtime.h",
+        "signature": f"cuda_header:{rel}:cuda_runtime.h",
+        "facts": {"unit": rel},
+    }
+    return {
+        "failure_signature": failure["signature"],
+        "proposer": "llm:test",
+        "diff": file_diff(rel, old, old.replace("#include <cuda_runtime.h>\n", new_include)),
+        "rationale": "guard the CUDA header",
+        "files": [rel],
+        "kind": "cuda_header",
+        "failure": failure,
+    }
+
+
+def test_disjoint_proposals_compile_in_one_round_and_a_bad_one_does_not_sink_the_rest(
+    tmp_path: Path, git_repo, hipcc, nvcc
+):
+    files = {k: v for k, v in FILES.items() if not k.startswith("csrc/")}
+    files.update({f"csrc/{n}.cu": KERNEL.format(name=n) for n in UNITS})
+    env = make_env(tmp_path, git_repo(files))
+    state = checked_out(env)
+    # a and b guard the header; c swaps it for HIP's unguarded: fine on ROCm, breaks the CUDA build
+    proposals = [
+        _proposal("a", GUARDED),
+        _proposal("b", GUARDED),
+        _proposal("c", "#include <hip/hip_runtime.h>\n"),
+    ]
+    wave = PortState(
+        **{
+            **state.__dict__,
+            "failures": [p["failure"] for p in proposals],
+            "failure_stage": "build",
+            "proposals": proposals,
+        }
+    )
+    update = apply_check(wave, env)
+
+    outcomes = {o.proposal.files[0]: o for o in update["outcomes"]}
+    assert outcomes["csrc/a.cu"].kept and outcomes["csrc/b.cu"].kept
+    assert not outcomes["csrc/c.cu"].kept and "breaks the CUDA build" in outcomes["csrc/c.cu"].reason
+    # one round: every unit of the wave went to hipcc before any result was read, then nvcc's
+    compiles = sorted(p.name.split("-", 1)[1] for p in env.rundir.logs.glob("*.log"))
+    first = [p.name.split("-", 1)[1] for p in sorted(env.rundir.logs.glob("*.log"))][:6]
+    assert first == [f"{tool}-{n}.cu.log" for tool in ("hipcc", "nvcc") for n in UNITS], compiles
+    # c was checked alone again after the group (its own verdict, its own compiles counted)
+    assert update["counters"]["unit_compiles"] == 8
+    notes = [json.loads(line) for line in env.rundir.events.read_text().splitlines()]
+    assert any("3 proposals touch different units" in e.get("message", "") for e in notes)
+    # one commit per kept proposal, each with its own file and only its own unit's evidence
+    commits = list(git.Repo(state.repo_dir).iter_commits(f"{state.head}..HEAD"))
+    assert sorted(list(c.stats.files) for c in commits) == [["csrc/a.cu"], ["csrc/b.cu"]]
+    for commit in commits:
+        [mine] = commit.stats.files
+        other = "csrc/b.cu" if mine == "csrc/a.cu" else "csrc/a.cu"
+        assert f"hipcc gfx90a {mine}" in commit.message and other not in commit.message
+    assert (Path(state.repo_dir) / "csrc/c.cu").read_text() == KERNEL.format(name="c")

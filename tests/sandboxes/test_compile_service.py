@@ -1,0 +1,218 @@
+"""The warm compile service: compiles on request without a command per unit, cached by preprocessed input."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from sandboxes.compile_service import CompileService
+from sandboxes.local import LocalSandbox
+from tests.conftest import require
+
+UNIT = '#include "common.h"\nint twice(int x) { return SCALE * x; }\n'
+HEADER = "#define SCALE 2\n"
+CC = "cc -O2 -Iinc -c {src} -o {out}"
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / "inc").mkdir(parents=True)
+    (root / "inc" / "common.h").write_text(HEADER)
+    (root / "a.c").write_text(UNIT)
+    (root / "b.c").write_text(UNIT.replace("twice", "thrice"))
+    return root
+
+
+@pytest.fixture
+def service(repo: Path):
+    require(shutil.which("cc") is not None, "a C compiler (cc)")
+    box = LocalSandbox(repo)
+    svc = CompileService.start(box)
+    yield svc
+    svc.close()
+    box.close()
+
+
+def test_same_preprocessed_input_is_compiled_once(service: CompileService, tmp_path: Path):
+    first = service.run_many(
+        [CC.format(src="a.c", out=tmp_path / "a1.o"), CC.format(src="b.c", out=tmp_path / "b.o")]
+    )
+    assert [r.returncode for r in first] == [0, 0] and service.stats.cache_hits == 0
+    again = service.run(CC.format(src="a.c", out=tmp_path / "a2.o"))
+    assert again.ok and service.stats.cache_hits == 1
+    assert (tmp_path / "a2.o").read_bytes() == (tmp_path / "a1.o").read_bytes()
+    ledger = (service.cache_dir / "ledger").read_text().splitlines()
+    assert ledger[-1].startswith("direct\t")  # its inputs read the same: not even preprocessed again
+
+
+def test_moved_lines_reuse_a_clean_compile_but_changed_code_does_not(
+    service: CompileService, repo: Path, tmp_path: Path
+):
+    assert service.run(CC.format(src="a.c", out=tmp_path / "a.o")).ok
+    (repo / "inc" / "common.h").write_text("// a guard added above moves every line below\n\n" + HEADER)
+    assert service.run(CC.format(src="a.c", out=tmp_path / "a.o")).ok and service.stats.cache_hits == 1
+    (repo / "inc" / "common.h").write_text("#define SCALE 3\n")
+    assert service.run(CC.format(src="a.c", out=tmp_path / "a.o")).ok and service.stats.cache_hits == 1
+
+
+def test_a_cached_failure_reports_the_same_error(service: CompileService, repo: Path, tmp_path: Path):
+    (repo / "bad.c").write_text('#include "common.h"\nint f(void) { return undeclared_name; }\n')
+    first = service.run(CC.format(src="bad.c", out=tmp_path / "bad.o"))
+    second = service.run(CC.format(src="bad.c", out=tmp_path / "bad.o"))
+    assert not first.ok and not second.ok and service.stats.cache_hits == 1
+    assert "undeclared_name" in first.output and first.output == second.output
+
+
+def test_a_depend_mode_request_compiles_at_once_and_is_found_by_what_it_read(
+    service: CompileService, repo: Path, tmp_path: Path
+):
+    """`--until unit` asks in depend mode, as a build does: no -E first; the next identical compile finds
+    it by the files it read, but without a preprocessed key moved lines are a miss (the trade-off)."""
+    rid = service.submit(CC.format(src="a.c", out=tmp_path / "a.o"), mode="depend")
+    assert service.wait(rid, "a.c", 60).ok
+    assert service.run(CC.format(src="a.c", out=tmp_path / "again.o")).ok
+    (repo / "inc" / "common.h").write_text("// a guard added above moves every line below\n\n" + HEADER)
+    assert service.run(CC.format(src="a.c", out=tmp_path / "moved.o")).ok
+    ledger = (service.cache_dir / "ledger").read_text().splitlines()
+    assert [line.split("\t")[0] for line in ledger] == ["miss", "direct", "miss"]
+    assert (tmp_path / "again.o").read_bytes() == (tmp_path / "a.o").read_bytes()
+
+
+def test_an_indexed_build_compile_is_reused_when_only_line_markers_move(
+    service: CompileService, repo: Path, tmp_path: Path
+):
+    """Before a header patch its includers' build compiles get a preprocessed key: an includer the
+    patch leaves alone is then a hit, not a recompile."""
+    built = service.submit(CC.format(src="a.c", out=tmp_path / "a.o"), mode="depend")  # as a build
+    assert service.wait(built, "a.c", 60).ok
+    indexed = service.submit(CC.format(src="a.c", out=tmp_path / "unused.o"), mode="index")
+    assert service.wait(indexed, "a.c", 60).ok and not (tmp_path / "unused.o").exists()  # compiles nothing
+    (repo / "inc" / "common.h").write_text("#ifdef USE_ROCM\n#define WARP 64\n#endif\n" + HEADER)
+    assert service.run(CC.format(src="a.c", out=tmp_path / "check.o")).ok
+    ledger = (service.cache_dir / "ledger").read_text().splitlines()
+    assert [line.split("\t")[0] for line in ledger] == ["miss", "line markers only"]
+    assert (tmp_path / "check.o").read_bytes() == (tmp_path / "a.o").read_bytes()
+
+
+def test_shell_commands_run_without_the_cache(service: CompileService, repo: Path):
+    result = service.run("echo one && echo two > out.txt")
+    assert result.ok and result.stdout == "one\n" and (repo / "out.txt").read_text() == "two\n"
+    assert service.stats.cache_hits == 0
+
+
+def test_service_sees_only_the_sandbox_allow_list(repo: Path, monkeypatch):
+    monkeypatch.setenv("ROCPORT_TEST_GITHUB_TOKEN", "canary-7f3a")
+    monkeypatch.setenv("HIP_VISIBLE_DEVICES", "0")
+    with LocalSandbox(repo) as box:
+        svc = CompileService.start(box)
+        try:
+            env = svc.run("env").stdout
+        finally:
+            svc.close()
+    assert "canary-7f3a" not in env and "HIP_VISIBLE_DEVICES=0" in env
+
+
+KERNEL = '#include <hip/hip_runtime.h>\n#include "k.h"\n__global__ void k(float* x) { x[0] = ONE; }\n'
+HIP_UNIT = "hipcc -x hip --offload-arch=gfx90a -O2 -c k.hip -o {out}"
+
+
+@pytest.fixture
+def hip_service(hipcc, tmp_path: Path):
+    """A compile service over a one-kernel repo on the host's hipcc: (repo, sandbox, service)."""
+    root = tmp_path / "kern"
+    root.mkdir()
+    (root / "k.h").write_text("#define ONE 1.0f\n")
+    (root / "k.hip").write_text(KERNEL)
+    with LocalSandbox(root, env={"HIP_PLATFORM": "amd"}) as box:
+        svc = CompileService.start(box)
+        yield root, box, svc
+        svc.close()
+
+
+def _ledger(svc: CompileService) -> list[str]:
+    return (svc.cache_dir / "ledger").read_text().splitlines()
+
+
+def test_a_build_through_the_shim_reuses_a_unit_checks_object(hip_service, tmp_path: Path):
+    root, box, svc = hip_service
+    assert svc.run(HIP_UNIT.format(out=tmp_path / "check.o")).ok
+    build = box.run(svc.build_prefix() + HIP_UNIT.format(out="k.o") + " && echo built", timeout=600)
+    ledger = _ledger(svc)
+    assert build.ok and build.stdout.strip() == "built"
+    assert [line.split("\t")[0] for line in ledger] == ["miss", "direct"]  # no preprocessor run: same inputs
+    assert ledger[1].endswith("-o k.o")
+    assert (root / "k.o").read_bytes() == (tmp_path / "check.o").read_bytes()
+
+
+def test_a_cold_build_records_what_it_read_and_the_next_build_reuses_it(hip_service):
+    root, box, svc = hip_service
+    build = svc.build_prefix() + HIP_UNIT.format(out="k.o")
+    runs = [box.run(build, timeout=600), box.run(build, timeout=600)]
+    (root / "k.h").write_text("#define ONE 2.0f\n")  # a header the unit reads changes
+    runs.append(box.run(build, timeout=600))
+    assert all(r.ok for r in runs)
+    assert [line.split("\t")[0] for line in _ledger(svc)] == ["miss", "direct", "miss"]
+
+
+def test_a_failing_build_compile_reports_the_compilers_error(hip_service):
+    """A compile that fails in a build gives the compiler's own error and exit status (what diagnose
+    reads), not a traceback of the cache: clang deletes the dependency file with its other outputs."""
+    root, box, svc = hip_service
+    (root / "k.h").write_text("#include <cuda_runtime.h>\n")
+    result = box.run(svc.build_prefix() + HIP_UNIT.format(out="k.o"), timeout=600)
+    assert not result.ok
+    assert "cuda_runtime.h' file not found" in result.output
+    assert "Traceback" not in result.output
+
+
+OWNER = """
+import sys, time
+from pathlib import Path
+from sandboxes.compile_service import CompileService
+from sandboxes.local import LocalSandbox
+svc = CompileService.start(LocalSandbox(Path(sys.argv[1])))
+print((svc.spool / "ready").read_text(), flush=True)
+time.sleep(600)
+"""
+
+
+def test_the_service_ends_when_its_owner_is_killed(repo: Path):
+    """A run killed with -9 cannot close its service: the worker must not poll on for ever, even when
+    the sandbox's watchdog went down with the run."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNER, str(repo)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert owner.stdout is not None
+    worker = int(owner.stdout.readline())
+    os.kill(worker, 0)  # running while its owner is
+    # Everything of the run goes at once (a `pkill -9 -f` of its venv, an OOM kill of the group): the
+    # sandbox's watchdog too, so the worker has only itself to notice its owner is gone.
+    children = Path(f"/proc/{owner.pid}/task/{owner.pid}/children").read_text().split()
+    for pid in map(int, children):
+        if pid != worker:
+            os.kill(pid, signal.SIGKILL)
+    owner.send_signal(signal.SIGKILL)
+    owner.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.kill(worker, 0)
+        except ProcessLookupError:
+            return
+        if Path(f"/proc/{worker}/stat").read_text().split()[2] == "Z":
+            return  # exited; only its zombie waits for init to reap it
+        time.sleep(0.1)
+    os.kill(worker, signal.SIGKILL)
+    pytest.fail("the compile service outlived its killed owner by 30 s")

@@ -1,0 +1,117 @@
+"""Comment and literal masking: the C extension (tools/cpp/_lexmask.c) and the regex it replaces
+give the same text, and a scan gives the same findings with either."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import require
+from tests.tools.scan.helpers import write
+from tools.cpp.source import compiled_mask, mask_with_regex
+
+CASES = [
+    "int a; // x = 32\nint b;",
+    "a /* one\ntwo */ b /* never closed\nc",
+    "a /*/ b */ c /**/ d /***/ e",
+    'x = "esc \\" quote"; y = "bad\nz"; w = "\\\nq"',
+    "c = 'a'; d = '\\''; e = ''; f = 'abcdefgh'; g = 'abcdefghi'; h = '\\n\\t';",
+    'R"(raw "with" quotes)" R"delim(a )" b)delim" R"x(unclosed R"(',
+    'R"0123456789abcdef(sixteen)0123456789abcdef" R"0123456789abcdefg(seventeen)0123456789abcdefg"',
+    'R"a b(space)a b" R"\u00a0(nbsp)\u00a0" uR"(u)" LR"(l)"',
+    "// caf\u00e9 \u2014 comment only\nint x;",
+    "/* \U0001f600 */ int y = '\u00e9'; s = \"\u4e2d\"; // \u00ff",
+    "int z = 1; \u00e9 stays // \u2014 goes",
+    "trailing backslash \\",
+    "",
+    "/",
+    "'",
+    '"',
+    'R"',
+]
+
+
+@pytest.fixture
+def c_mask():
+    require(compiled_mask is not None, "the _lexmask C extension (pip install -e . with a C compiler)")
+    return compiled_mask
+
+
+@pytest.mark.parametrize("text", CASES)
+def test_c_mask_matches_the_regex(c_mask, text):
+    assert c_mask(text) == mask_with_regex(text)
+
+
+def test_c_mask_matches_the_regex_on_random_text(c_mask):
+    alphabet = [
+        "/",
+        "*",
+        '"',
+        "'",
+        "R",
+        "(",
+        ")",
+        "\\",
+        "\n",
+        " ",
+        "a",
+        "d",
+        "\u00e9",
+        "\u2014",
+        "\U0001f600",
+    ]
+    rng = random.Random(15)
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 40)))
+        assert c_mask(text) == mask_with_regex(text), repr(text)
+
+
+def test_masked_text_is_a_normal_str(c_mask):
+    masked = c_mask("int x; // \u2014\n")
+    expected = "int x;" + " " * 5 + "\n"
+    assert masked == expected and masked.isascii() and masked.encode() == expected.encode()
+
+
+TREE = {
+    "csrc/k.cu": "#include <cuda_bf16.h>\n// __shfl_xor_sync(0xffffffff, v, 1) in a comment\n"
+    'const char *s = "__ballot_sync(0xffffffff, p)"; const char *r = R"x(__activemask())x";\n'
+    "/* caf\u00e9 */ __device__ float f(float v) { return __shfl_xor_sync(0xffffffff, v, 1); }\n"
+    "__device__ int lane() { return threadIdx.x % 32; } /* never closed\n__syncwarp();\n",
+}
+
+
+def _scan_json(root, **env: str) -> list[dict]:
+    cmd = [sys.executable, "-c", "from agent.cli import main; main()", "scan", str(root), "--no-cache"]
+    proc = subprocess.run(
+        [*cmd, "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, **env},
+    )
+    assert proc.returncode == 1, proc.stderr  # findings remain
+    return json.loads(proc.stdout)
+
+
+def test_scan_findings_are_the_same_without_the_extension(c_mask, tmp_path):
+    root = write(tmp_path / "repo", TREE)
+    with_c, pure = _scan_json(root), _scan_json(root, ROCPORT_PURE_PYTHON="1")
+    probe = "from tools.cpp.source import compiled_mask; print(compiled_mask is None)"
+    switched_off = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "ROCPORT_PURE_PYTHON": "1"},
+    )
+    assert switched_off.stdout.strip() == "True"  # the second scan really ran the regex
+    assert with_c == pure
+    symbols = [(f["line"], f["symbol"]) for f in with_c]
+    assert (1, "cuda_bf16.h") in symbols and (4, "__shfl_xor_sync") in symbols and (5, "% 32") in symbols
+    assert all(f["line"] not in (2, 3, 6) for f in with_c)  # comments, literals, an unclosed comment

@@ -1,0 +1,104 @@
+"""Which Python modules of a scanned package a ROCm run can import at all.
+
+A module that only vendor modules import (models/<name>/nvidia/..., or modules only such modules
+import) is CUDA-only code even though it lives outside a vendor directory: vLLM keeps CuTe-DSL
+helpers in models/common/ops/ that only models/*/nvidia/ import. Its findings are not ROCm work.
+A module nothing in the tree imports is an entry point (a model registry names it by string, a
+console script runs it) and stays reachable.
+
+Import statements are read with one bytes regex per file, so files the finding pre-filter skips still
+count as importers; an import this misses can only keep a module reachable, never hide one.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable, Iterator, Mapping
+
+_IMPORT = re.compile(
+    rb"[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)|import[ \t]+([\w., \t]+))"
+)
+"""One import statement, matched at the start of a line."""
+
+
+def _import_statements(data: bytes) -> Iterator[re.Match[bytes]]:
+    """Matches of _IMPORT at the start of each line holding `import`: finding the word is a fast
+    literal search, where a `^`-anchored pattern would be tried at every line."""
+    pos, last_line = data.find(b"import"), -1
+    while pos >= 0:
+        line = data.rfind(b"\n", 0, pos) + 1
+        if line != last_line:
+            last_line = line
+            m = _IMPORT.match(data, line)
+            if m:
+                yield m
+        pos = data.find(b"import", pos + 6)
+
+
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+def module_name(rel: str) -> str:
+    """`models/flint/model.py` -> `models.flint.model`; a package's `__init__.py` is the package."""
+    name = rel.removesuffix(".py").replace("/", ".")
+    return name.removesuffix(".__init__") if name != "__init__" else ""
+
+
+def imported_names(rel: str, data: bytes) -> list[str]:
+    """Dotted names a file imports, relative imports resolved against its package (relative to the
+    scanned root); `from a import b` names both `a` and `a.b`, since b may be a submodule."""
+    package = posixpath.dirname(rel).split("/") if posixpath.dirname(rel) else []
+    out: list[str] = []
+    for m in _import_statements(data):
+        source, names, plain = (g.decode("utf-8", "replace") if g else "" for g in m.groups())
+        if plain:
+            out += [part.split()[0] for part in plain.split(",") if part.strip()]
+            continue
+        dots = len(source) - len(source.lstrip("."))
+        base = source[dots:]
+        if dots:
+            parent = package[: len(package) - (dots - 1)] if dots - 1 <= len(package) else []
+            base = ".".join([*parent, base] if base else parent)
+        if base:
+            out.append(base)
+        for item in re.sub(r"#[^\n]*", "", names).strip("()").split(","):
+            word = _NAME.match(item.strip())
+            if word:
+                out.append(f"{base}.{word.group(0)}" if base else word.group(0))
+    return out
+
+
+def _resolver(modules: Mapping[str, str]) -> Callable[[str], str | None]:
+    known: dict[str, str | None] = {}
+
+    def resolve(name: str) -> str | None:
+        if name not in known:
+            parts = name.split(".")
+            # `vllm.models.x` from inside vllm/ is `models.x`
+            suffixes = (".".join(parts[start:]) for start in range(len(parts)))
+            known[name] = next((modules[s] for s in suffixes if s in modules), None)
+        return known[name]
+
+    return resolve
+
+
+def unreachable(imports: Mapping[str, list[str]], vendor: Callable[[str], bool]) -> set[str]:
+    """Python files (of `imports`: rel -> imported names) that only vendor modules, or modules only
+    they import, import."""
+    resolve = _resolver({module_name(rel): rel for rel in imports})
+    importers: dict[str, set[str]] = {}
+    for rel, names in imports.items():
+        for name in names:
+            target = resolve(name)
+            if target is not None and target != rel:
+                importers.setdefault(target, set()).add(rel)
+    dead = {rel for rel in imports if vendor(rel)}
+    changed = True
+    while changed:
+        changed = False
+        for rel, by in importers.items():
+            if rel not in dead and by <= dead:
+                dead.add(rel)
+                changed = True
+    return dead
