@@ -131,11 +131,9 @@ def _sort_unit_errors(
         verdict.unmasked.append(f)
 
 
-def settle(
-    repo: Path, failure: Failure, proposal: Proposal, verdict: Verdict, journal: Journal | None = None
-) -> PatchOutcome:
-    """Decide a checked proposal (kept when every check passed), journal it, then commit a kept one with
-    the evidence message; the outcome carries the commit."""
+def decide(failure: Failure, proposal: Proposal, verdict: Verdict) -> tuple[PatchOutcome, str]:
+    """The outcome of a checked proposal (kept when every check passed) and, when kept, its commit
+    message; nothing is committed yet."""
     outcome = PatchOutcome(
         proposal,
         applied=verdict.applied,
@@ -143,9 +141,22 @@ def settle(
         kept=verdict.ok,
         reason="checks passed" if verdict.ok else verdict.reason,
     )
-    message = commit_message(failure, proposal, verdict.checks) if outcome.kept else ""
+    return outcome, commit_message(failure, proposal, verdict.checks) if outcome.kept else ""
+
+
+def commit_kept(repo: Path, outcome: PatchOutcome, message: str) -> PatchOutcome:
+    """Commit exactly a kept proposal's files with its evidence message; the outcome carries the commit."""
+    if outcome.kept:
+        outcome.commit = gitops.commit_files(repo, outcome.proposal.files, message)
+    return outcome
+
+
+def settle(
+    repo: Path, failure: Failure, proposal: Proposal, verdict: Verdict, journal: Journal | None = None
+) -> PatchOutcome:
+    """Decide a checked proposal (kept when every check passed), journal it, then commit a kept one with
+    the evidence message; the outcome carries the commit."""
+    outcome, message = decide(failure, proposal, verdict)
     if journal is not None:
         journal(outcome, message)
-    if outcome.kept:
-        outcome.commit = gitops.commit_files(repo, proposal.files, message)
-    return outcome
+    return commit_kept(repo, outcome, message)

@@ -83,3 +83,49 @@ def test_disjoint_proposals_compile_in_one_round_and_a_bad_one_does_not_sink_the
         other = "csrc/b.cu" if mine == "csrc/a.cu" else "csrc/a.cu"
         assert f"hipcc gfx90a {mine}" in commit.message and other not in commit.message
     assert (Path(state.repo_dir) / "csrc/c.cu").read_text() == KERNEL.format(name="c")
+
+
+def test_a_kill_between_the_group_commits_redoes_no_check(tmp_path: Path, git_repo, hipcc, nvcc):
+    """Every verdict of the group is journaled before its first commit: a run killed right after that
+    commit commits the rest from the journal on resume and compiles nothing again."""
+    from agent.loop.journal import WaveJournal, wave_key
+
+    files = {k: v for k, v in FILES.items() if not k.startswith("csrc/")}
+    files.update({f"csrc/{n}.cu": KERNEL.format(name=n) for n in UNITS[:2]})
+    env = make_env(tmp_path, git_repo(files))
+    state = checked_out(env)
+    proposals = [_proposal("a", GUARDED), _proposal("b", GUARDED)]
+    wave = PortState(
+        **{
+            **state.__dict__,
+            "failures": [p["failure"] for p in proposals],
+            "failure_stage": "build",
+            "proposals": proposals,
+        }
+    )
+    journal = env.rundir.path / "journal.jsonl"
+    at_first_commit: list[str] = []
+
+    def snapshot(event: dict) -> None:
+        if event["event"] == "patch_kept" and not at_first_commit:
+            at_first_commit.extend(journal.read_text().splitlines())
+
+    env.observer.sinks.append(snapshot)
+    first = apply_check(wave, env)
+    assert first["counters"]["unit_compiles"] == 4
+    assert len(at_first_commit) == 2  # both verdicts on disk when the first patch was committed
+
+    # the kill, right there: one commit made, the journal as it was, the second patch's edit lost
+    repo = git.Repo(state.repo_dir)
+    first_commit = list(repo.iter_commits(f"{state.head}..HEAD"))[-1]
+    repo.git.reset("--hard", first_commit.hexsha)
+    journal.write_text("\n".join(at_first_commit) + "\n")
+    assert len(WaveJournal(journal).entries(wave_key(wave.iteration, wave.head))) == 2
+    logs = sorted(env.rundir.logs.glob("*.log"))
+
+    resumed = apply_check(wave, env)  # the resumed process: same run dir and journal
+    assert resumed["counters"]["unit_compiles"] == 4  # counted once, compiled once
+    assert sorted(env.rundir.logs.glob("*.log")) == logs
+    commits = list(repo.iter_commits(f"{state.head}..HEAD"))
+    assert sorted(list(c.stats.files) for c in commits) == [["csrc/a.cu"], ["csrc/b.cu"]]
+    assert [o.commit for o in resumed["outcomes"] if o.kept] == [c.hexsha for c in reversed(commits)]

@@ -20,7 +20,7 @@ from agent.loop.nodes.propose import workspace
 from agent.loop.nodes.together import validate_together
 from agent.loop.nodes.wave_record import Wave, announce, resume_wave
 from agent.loop.state import PortState
-from agent.patch.settle import Verdict, settle
+from agent.patch.settle import Verdict, commit_kept, decide, settle
 from agent.proposers.base import Decline
 from tools.records import Failure, PatchOutcome, Proposal
 
@@ -71,6 +71,15 @@ def _check_one(
     return proposal, check(state, env, proposal, open_failures), True
 
 
+def _entry(entry: Entry, proposal: Proposal, verdict: Verdict) -> Entry:
+    """`entry` filled in from a checked proposal's verdict (its outcome comes from the decision)."""
+    failure = addressed(proposal)
+    entry.kind, entry.file, entry.unmasked = failure.kind, failure.file, verdict.unmasked
+    entry.unit_compiles, entry.load_checks = verdict.unit_compiles, verdict.load_checks
+    entry.loads_clean = verdict.ok and verdict.load_checks > 0 and not verdict.unmasked
+    return entry
+
+
 def _settle(
     env: RunEnv,
     journal: WaveJournal,
@@ -82,18 +91,35 @@ def _settle(
 ) -> None:
     """Decide, journal and commit one checked proposal through the path `rocport fix` takes
     (agent.patch.settle); `entry` is its journal entry, filled in here."""
-    failure = addressed(proposal)
-    entry.kind, entry.file, entry.unmasked = failure.kind, failure.file, verdict.unmasked
-    entry.unit_compiles, entry.load_checks = verdict.unit_compiles, verdict.load_checks
-    entry.loads_clean = verdict.ok and verdict.load_checks > 0 and not verdict.unmasked
+    _entry(entry, proposal, verdict)
 
     def journaled(outcome: PatchOutcome, message: str) -> None:
         entry.outcome, entry.message = outcome, message
         journal.record(entry)
 
     with env.clock.span("git"):
-        outcome = settle(repo, failure, proposal, verdict, journaled)
+        outcome = settle(repo, addressed(proposal), proposal, verdict, journaled)
     announce(env, wave, entry, outcome.commit)
+
+
+def _settle_group(
+    env: RunEnv, journal: WaveJournal, wave: Wave, key: str, judged: dict[int, Verdict], state: PortState
+) -> None:
+    """The group's decided members: every entry journaled before the first commit, then each kept one
+    committed alone. A kill between two commits then finds both verdicts in the journal and commits the
+    missing one from it, instead of checking that proposal again."""
+    decided = []
+    for index, verdict in sorted(judged.items()):
+        proposal = state.proposals[index]
+        entry = _entry(Entry(key, index, None), proposal, verdict)
+        outcome, entry.message = decide(addressed(proposal), proposal, verdict)
+        entry.outcome = outcome
+        journal.record(entry)
+        decided.append((entry, outcome))
+    for entry, outcome in decided:
+        with env.clock.span("git"):
+            commit_kept(Path(state.repo_dir), outcome, entry.message)
+        announce(env, wave, entry, outcome.commit)
 
 
 def apply_check(state: PortState, env: RunEnv) -> dict:
@@ -108,8 +134,7 @@ def apply_check(state: PortState, env: RunEnv) -> dict:
         (i, p) for i, p in enumerate(state.proposals) if i not in wave.done and decisions.get(i) is not False
     ]
     judged, spent = validate_together(state, env, candidates, state.failures + wave.unmasked)
-    for index, verdict in sorted(judged.items()):
-        _settle(env, journal, wave, Entry(key, index, None), state.proposals[index], verdict, repo)
+    _settle_group(env, journal, wave, key, judged, state)
     for index, proposal in enumerate(state.proposals):
         if index in wave.done:
             continue
