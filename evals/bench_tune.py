@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from agent.config import load_job
 from agent.loop.port import start_port
 from agent.loop.rundir import RunDir
-from agent.tune.render import comparison_lines, trial_table
-from agent.tune.results import OUTCOME_FILE, TUNE_DIR, load_outcome
 from evals.tune_fixture import fixture_job, python3_path, relaunch
+from tools.tune.render import comparison_lines, trial_table
+from tools.tune.results import OUTCOME_FILE, TUNE_DIR, load_outcome
 
 
 def main() -> int:

@@ -258,6 +258,6 @@ def _accuracy(state: dict[str, Any]) -> list[str]:
 
 
 def _tune_markdown(run_dir: Path) -> list[str]:
-    from agent.tune.sections import pr_markdown  # the serving-configuration section, when the run was tuned
+    from tools.tune.sections import pr_markdown  # the serving-configuration section, when the run was tuned
 
     return pr_markdown(run_dir)

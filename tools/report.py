@@ -286,6 +286,6 @@ def render_markdown(view: RunView) -> str:
 
 
 def _tune_markdown(run_dir: Path) -> list[str]:
-    from agent.tune.sections import report_markdown  # the tune section, when the run was tuned
+    from tools.tune.sections import report_markdown  # the tune section, when the run was tuned
 
     return report_markdown(run_dir)

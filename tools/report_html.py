@@ -239,6 +239,6 @@ def render_html(view: RunView) -> str:
 
 
 def _tune_html(run_dir: Path) -> str:
-    from agent.tune.sections import report_html  # the tune section, when the run was tuned
+    from tools.tune.sections import report_html  # the tune section, when the run was tuned
 
     return report_html(run_dir)

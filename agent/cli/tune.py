@@ -8,10 +8,10 @@ import typer
 
 from agent.cli.app import app, fail
 from agent.loop.rundir import RunDir
-from agent.tune.records import Trial
-from agent.tune.render import chosen_lines, comparison_lines, trial_table
-from agent.tune.results import OUTCOME_FILE, ReferenceError, load_outcome
 from agent.tune.run import TuneError, load_run, tune_run
+from tools.tune.records import Trial
+from tools.tune.render import chosen_lines, comparison_lines, trial_table
+from tools.tune.results import OUTCOME_FILE, ReferenceError, load_outcome
 
 
 def _print_trial(strategy: str, t: Trial) -> None:

@@ -9,8 +9,8 @@ import json
 
 from agent.sweep.analysis import clusters, regressions
 from agent.sweep.results import STAGES, CellResult
-from agent.tune.sections import sweep_html
 from tools.report_svg import nice_ticks, scatter_svg
+from tools.tune.sections import sweep_html
 
 _CSS = """body{font:14px system-ui,sans-serif;margin:24px;color:#1f2328}
 table{border-collapse:collapse;margin:8px 0 24px}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from agent.sweep.analysis import clusters, histories, regressions
 from agent.sweep.dashboard import dashboard_html
 from agent.sweep.results import STAGES, CellResult
-from agent.tune.sections import sweep_markdown
+from tools.tune.sections import sweep_markdown
 
 __all__ = ["dashboard_html", "markdown"]
 

@@ -15,12 +15,12 @@ from agent.loop.rundir import RunDir
 from agent.loop.store import RunStore
 from agent.profiles import Profile, ProfileError, load_profile
 from agent.tune import candidates, search, trial
-from agent.tune.plot import plot
-from agent.tune.render import markdown
-from agent.tune.results import TUNE_DIR, TuneOutcome, parse_reference
 from agent.tune.snippets import job_snippet, profile_snippet
 from agent.tune.spec import TuneJob, TuneSpace
 from tools.bench import Workload, WorkloadError
+from tools.tune.plot import plot
+from tools.tune.render import markdown
+from tools.tune.results import TUNE_DIR, TuneOutcome, parse_reference
 
 
 class TuneError(ValueError):

@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable
 
 from agent.tune.candidates import Candidate, dimensions, every_candidate, start
-from agent.tune.records import Search, Trial, rank
 from agent.tune.spec import TuneSpace
+from tools.tune.records import Search, Trial, rank
 
 Evaluate = Callable[[Candidate, Trial | None], Trial]
 

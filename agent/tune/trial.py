@@ -14,10 +14,10 @@ from pathlib import Path
 
 from agent.tune.candidates import SPLIT, Candidate, launch_args, launch_env, shell_line
 from agent.tune.measure import Measurement, measure
-from agent.tune.records import Trial
 from agent.tune.spec import TuneSpace
 from tools.bench import BenchConfigError, Workload
 from tools.serve import ServeError, launch_command, running_server
+from tools.tune.records import Trial
 
 
 @dataclass

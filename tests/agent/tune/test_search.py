@@ -9,10 +9,10 @@ import pytest
 
 from agent.profiles import load_profile
 from agent.tune.candidates import every_candidate, launch_args, launch_env, splits, start
-from agent.tune.records import Trial
-from agent.tune.results import ReferenceError, pareto, parse_reference, usd_per_mtok
 from agent.tune.search import coordinate_search, exhaustive_search
 from agent.tune.spec import ParallelSpace, Switch, TuneSpace
+from tools.tune.records import Trial
+from tools.tune.results import ReferenceError, pareto, parse_reference, usd_per_mtok
 
 SPACE = TuneSpace(
     gpus=8,

@@ -14,11 +14,11 @@ import pytest
 
 from agent.sweep.report import dashboard_html, markdown
 from agent.sweep.results import CellResult
-from agent.tune.results import load_outcome
 from agent.tune.sections import with_tune
 from evals.tune_fixture import fixture_job, python3_path, relaunch
 from tools.pr_text import pr_description
 from tools.report import RunView
+from tools.tune.results import load_outcome
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 

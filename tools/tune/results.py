@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
-from agent.tune.records import Search, Trial
+from tools.tune.records import Search, Trial
 
 TUNE_DIR = "tune"
 """runs/<id>/tune/: the outcome, its markdown and plot, every benchmark's raw JSON."""
@@ -65,16 +66,9 @@ def pareto(trials: list[Trial]) -> list[Trial]:
     pool = [t for t in trials if t.measured and t.valid and t.output_tok_s]
 
     def dominates(a: Trial, b: Trial) -> bool:
-        ge = (
-            a.output_tok_s >= b.output_tok_s
-            and (a.ttft_ms or 0) <= (b.ttft_ms or 0)
-            and (a.tpot_ms or 0) <= (b.tpot_ms or 0)
-        )
-        gt = (
-            a.output_tok_s > b.output_tok_s
-            or (a.ttft_ms or 0) < (b.ttft_ms or 0)
-            or (a.tpot_ms or 0) < (b.tpot_ms or 0)
-        )
+        a_tok, b_tok = a.output_tok_s or 0.0, b.output_tok_s or 0.0
+        ge = a_tok >= b_tok and (a.ttft_ms or 0) <= (b.ttft_ms or 0) and (a.tpot_ms or 0) <= (b.tpot_ms or 0)
+        gt = a_tok > b_tok or (a.ttft_ms or 0) < (b.ttft_ms or 0) or (a.tpot_ms or 0) < (b.tpot_ms or 0)
         return ge and gt
 
     return [t for t in pool if not any(dominates(o, t) for o in pool if o is not t)]
@@ -87,12 +81,12 @@ class TuneOutcome:
     run_id: str
     framework: str
     gpus: int
-    workload: dict
+    workload: dict[str, Any]
     search: Search
     exhaustive: Search | None = None
     verify: Trial | None = None
     """The chosen configuration launched again with the same load."""
-    moe: dict | None = None
+    moe: dict[str, Any] | None = None
     """The MoE kernel-config tuning: command, files, commit, evidence."""
     price_per_gpu_hour: float | None = None
     references: list[Reference] = field(default_factory=list)
@@ -117,7 +111,7 @@ class TuneOutcome:
     def usd_per_mtok(self, trial: Trial) -> float | None:
         return usd_per_mtok(trial.output_tok_s, trial.gpus, self.price_per_gpu_hour)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["search"] = self.search.to_dict()
         data["exhaustive"] = self.exhaustive.to_dict() if self.exhaustive else None
@@ -131,7 +125,7 @@ class TuneOutcome:
         return path
 
 
-def _search_from(data: dict | None) -> Search | None:
+def _search_from(data: dict[str, Any] | None) -> Search | None:
     if not data:
         return None
     trials = [Trial(**t) for t in data["trials"]]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -10,7 +11,7 @@ class Trial:
     """One candidate, launched once: its probe, its full benchmark (unless stopped early), its numbers."""
 
     key: str
-    settings: dict
+    settings: dict[str, Any]
     """split label and switch values, for tables."""
     gpus: int
     command: str
@@ -39,7 +40,7 @@ class Trial:
     def measured(self) -> bool:
         return self.status == "measured"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -63,7 +64,7 @@ class Search:
     def best_trial(self) -> Trial | None:
         return next((t for t in self.trials if t.key == self.best), None)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "strategy": self.strategy,
             "trials": [t.to_dict() for t in self.trials],
@@ -75,6 +76,6 @@ class Search:
         }
 
 
-def rank(trial: Trial) -> tuple:
+def rank(trial: Trial) -> tuple[Any, ...]:
     """Sort key, best first: measured and valid, within the SLOs, then output tokens/s."""
     return (not (trial.measured and trial.valid), not trial.meets_slo, -(trial.output_tok_s or 0.0))

@@ -3,8 +3,10 @@ per-node, per-GPU and $/Mtok figures, reference rows, the chosen launch and its 
 
 from __future__ import annotations
 
-from agent.tune.records import Search, Trial
-from agent.tune.results import TuneOutcome, pareto
+from typing import Any
+
+from tools.tune.records import Search, Trial
+from tools.tune.results import TuneOutcome, pareto
 
 
 def _num(value: float | None, fmt: str = ",.0f") -> str:
@@ -84,7 +86,7 @@ def chosen_lines(outcome: TuneOutcome, best: Trial) -> list[str]:
     return lines
 
 
-def moe_lines(moe: dict) -> list[str]:
+def moe_lines(moe: dict[str, Any]) -> list[str]:
     lines = [f"MoE kernel configs: `{moe['command']}`"]
     if moe.get("commit"):
         lines.append(f"committed {moe['commit'][:12]} ({', '.join(moe['files'])}); log `{moe['log']}`")

@@ -3,15 +3,16 @@ measured candidate, the Pareto front joined, the chosen one circled."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from html import escape
 
-from agent.tune.records import Trial
-from agent.tune.results import TuneOutcome, pareto
+from tools.tune.records import Trial
+from tools.tune.results import TuneOutcome, pareto
 
 W, H, PAD = 560, 340, 56
 
 
-def _scale(lo: float, hi: float, a: float, b: float):
+def _scale(lo: float, hi: float, a: float, b: float) -> Callable[[float], float]:
     span = (hi - lo) or 1.0
     return lambda v: a + (v - lo) / span * (b - a)
 
@@ -28,7 +29,7 @@ def pareto_svg(trials: list[Trial], front: list[Trial], chosen: str | None) -> s
     if not points:
         out.append(f'<text x="{W / 2}" y="{H / 2}" text-anchor="middle">no measured candidate</text></svg>')
         return "".join(out)
-    xs, ys = [t.ttft_ms for t in points], [t.output_tok_s for t in points]
+    xs, ys = [t.ttft_ms or 0.0 for t in points], [t.output_tok_s or 0.0 for t in points]
     sx = _scale(0, max(xs) * 1.1, PAD, W - 20)
     sy = _scale(0, max(ys) * 1.1, H - PAD, 20)
     out += [
@@ -46,11 +47,11 @@ def pareto_svg(trials: list[Trial], front: list[Trial], chosen: str | None) -> s
         out.append(f'<text x="{PAD - 4}" y="{sy(yv) + 4:.0f}" text-anchor="end">{yv:.0f}</text>')
     line = sorted(front, key=lambda t: t.ttft_ms or 0)
     if len(line) > 1:
-        path = " ".join(f"{sx(t.ttft_ms):.1f},{sy(t.output_tok_s):.1f}" for t in line)
+        path = " ".join(f"{sx(t.ttft_ms or 0.0):.1f},{sy(t.output_tok_s or 0.0):.1f}" for t in line)
         out.append(f'<polyline points="{path}" fill="none" stroke="#c0392b" stroke-dasharray="4 3"/>')
     front_keys = {t.key for t in front}
     for t in points:
-        x, y = sx(t.ttft_ms), sy(t.output_tok_s)
+        x, y = sx(t.ttft_ms or 0.0), sy(t.output_tok_s or 0.0)
         fill = "#c0392b" if t.key in front_keys else "#7f8c8d"
         out.append(
             f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{fill}"><title>{escape(t.key)}</title></circle>'
