@@ -33,10 +33,6 @@ AGENT_PUBLIC = (
 KNOWN_CROSSINGS = {
     # the sweep's fixture matrix reuses the eval tasks' checkpoint builder; it belongs in tools/weights
     ("agent/sweep/fixture.py", "evals.taskdefs"),
-    # eval scorers reuse internal rule helpers (clang-format of touched lines, the unit compile proof);
-    # these should be exported through a public agent API
-    ("evals/real_kernels/score.py", "agent.proposers.rules.style"),
-    ("evals/real_kernels/score.py", "agent.patch.validate"),
 }
 
 

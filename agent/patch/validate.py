@@ -5,7 +5,6 @@ failure is gone. A proposal that fails any check is reverted and returned with t
 
 from __future__ import annotations
 
-import re
 import shlex
 import shutil
 import sys
@@ -28,7 +27,7 @@ from agent.patch.toolchains import (  # noqa: F401 - re-exported: callers import
 from agent.patch.units import touched_units
 from sandboxes.base import CommandResult, Sandbox
 from sandboxes.local import LocalSandbox
-from tools.cpp.equivalence import normalize_warp_calls, tokens
+from tools.cpp.equivalence import cuda_tokens, normalize_warp_calls
 from tools.git import evidence_lines
 from tools.patching import PatchError, apply_diff, revert_diff
 from tools.records import CheckResult, Failure, PatchOutcome, Proposal
@@ -37,12 +36,6 @@ C_FILES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".hip", ".h", ".hpp", ".hh", ".
 # __LINE__/__COUNTER__ expand to where a macro is used: a guard added above a use would change them on CUDA
 # without changing what CUDA compiles, so the identity proof pins both (same flags before and after).
 NEUTRAL_POSITION = " -D__LINE__=0 -D__COUNTER__=0"
-_LINE_MARKER = re.compile(r"^\s*#\s*(?:line\s+)?\d+(?:\s.*)?$", re.MULTILINE)
-
-
-def cuda_tokens(preprocessed: str) -> list[str]:
-    """The token stream of preprocessor output, line markers and whitespace dropped."""
-    return tokens(_LINE_MARKER.sub("", preprocessed))
 
 
 def first_error(output: str) -> str:

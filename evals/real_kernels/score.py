@@ -16,10 +16,9 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from agent.patch.validate import cuda_tokens
-from agent.proposers.rules.style import has_style
 from tools import git as gitops
-from tools.cpp.equivalence import normalize_warp_calls
+from tools.cpp.equivalence import cuda_tokens, normalize_warp_calls
+from tools.repo_style import has_style
 
 HIPCC = "hipcc -x hip -DUSE_ROCM --offload-arch={arch} -I. -c {unit} -o /tmp/rocport-eval.o"
 NVCC = "nvcc -x cu -std=c++17 -arch=sm_90 -I. -c {unit} -o /tmp/rocport-eval-cuda.o"

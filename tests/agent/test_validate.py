@@ -5,9 +5,10 @@ from __future__ import annotations
 import subprocess
 
 from agent.patch.units import touched_units
-from agent.patch.validate import Toolchains, Validator, cuda_tokens
+from agent.patch.validate import Toolchains, Validator
 from agent.proposers.rules import file_diff
 from sandboxes.local import LocalSandbox
+from tools.cpp.equivalence import cuda_tokens
 from tools.records import Failure, Proposal
 
 KERNEL = """#include <cuda_runtime.h>

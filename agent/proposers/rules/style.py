@@ -14,27 +14,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tools.repo_style import has_style, nearest_folder
+
 C_EXTS = (".cu", ".cuh", ".h", ".hpp", ".hh", ".cpp", ".cc", ".cxx", ".inl", ".c")
-STYLE_FILES = (".clang-format", "_clang-format")
 # Unchanged lines this close to a change are formatted with it: the CUDA lines a new guard wraps
 # get the guard's indentation when the style indents preprocessor directives.
 _BRIDGE = 3
-
-
-def _nearest(root: Path, rel: str, found) -> Path | None:
-    """The first folder from `rel`'s up to the repo root for which `found(folder)` is true."""
-    folder = (root / rel).parent
-    while True:
-        if found(folder):
-            return folder
-        if folder == root or root not in folder.parents:
-            return None
-        folder = folder.parent
-
-
-def has_style(root: Path, rel: str) -> bool:
-    """True when a .clang-format governs `rel` (in its folder or any parent inside the repo)."""
-    return _nearest(root, rel, lambda d: any((d / name).is_file() for name in STYLE_FILES)) is not None
 
 
 def _pyproject_has(folder: Path, table: str) -> bool:
@@ -45,7 +30,7 @@ def _pyproject_has(folder: Path, table: str) -> bool:
 def python_formatter(root: Path, rel: str) -> list[str] | None:
     """The repo's Python formatter as a command reading stdin: ruff when a ruff config governs `rel`
     (ruff.toml, .ruff.toml, [tool.ruff] in pyproject.toml), else black with a [tool.black] table."""
-    ruff_cfg = _nearest(
+    ruff_cfg = nearest_folder(
         root,
         rel,
         lambda d: (d / "ruff.toml").is_file() or (d / ".ruff.toml").is_file() or _pyproject_has(d, "ruff"),
@@ -54,7 +39,7 @@ def python_formatter(root: Path, rel: str) -> list[str] | None:
     if ruff_cfg is not None and Path(ruff).is_file():
         return [ruff, "format", "--quiet", f"--stdin-filename={root / rel}", "-"]
     black = shutil.which("black")
-    if black and _nearest(root, rel, lambda d: _pyproject_has(d, "black")) is not None:
+    if black and nearest_folder(root, rel, lambda d: _pyproject_has(d, "black")) is not None:
         return [black, "--quiet", f"--stdin-filename={root / rel}", "-"]
     return None
 
