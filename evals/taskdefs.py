@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Literal
@@ -16,15 +15,14 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agent.yamlconf import load_yaml_model
+from tools import fixture_frameworks
 from tools import git as gitops
 from tools.records import KINDS
 
 EVALS_DIR = Path(__file__).resolve().parent
 TASKS_DIR = EVALS_DIR / "tasks"
-FRAMEWORKS_DIR = EVALS_DIR / "frameworks"
+FRAMEWORKS_DIR = fixture_frameworks.FRAMEWORKS_DIR
 SUCCESS_CRITERIA = ("rocm_build", "cuda_build", "server_loads", "smoke", "bench_valid")
-# Not part of a task's starting point: build outputs and caches from local runs of the clean copy.
-_IGNORE = shutil.ignore_patterns("build", "__pycache__", "*.pyc", "*.o", "*.so")
 _GIT_ENV = {
     "GIT_AUTHOR_NAME": "rocport-evals",
     "GIT_AUTHOR_EMAIL": "evals@rocport.invalid",
@@ -144,13 +142,10 @@ def load_task(name_or_path: str) -> Task:
 
 def copy_framework(framework: str, dest: Path) -> Path:
     """Copy the clean framework tree (no build outputs) to `dest`, which must not exist yet."""
-    src = FRAMEWORKS_DIR / framework
-    if not src.is_dir():
-        raise TaskError(f"no fixture framework {framework!r} under {FRAMEWORKS_DIR}")
-    if dest.exists() and any(dest.iterdir()):
-        raise TaskError(f"{dest} is not empty: materialize into a new directory")
-    shutil.copytree(src, dest, ignore=_IGNORE, dirs_exist_ok=True)
-    return dest
+    try:
+        return fixture_frameworks.copy_framework(framework, dest)
+    except fixture_frameworks.FixtureFrameworkError as exc:
+        raise TaskError(str(exc)) from None
 
 
 def _git(dest: Path, *args: str) -> subprocess.CompletedProcess:

@@ -33,14 +33,14 @@ def expand_path(path: str) -> str:
 def bundled_repo(name: str) -> Path:
     """The bundled fixture framework `name` as a git repo (main + tag v0.1), made once."""
     from agent.loop.rundir import rocport_home
-    from evals.taskdefs import TaskError, copy_framework
+    from tools.fixture_frameworks import FixtureFrameworkError, copy_framework
 
     dest = rocport_home() / "fixtures" / f"{name}-repo"
     if (dest / ".git").is_dir():
         return dest
     try:
         copy_framework(name, dest)
-    except TaskError as exc:
+    except FixtureFrameworkError as exc:
         raise FixtureError(f"repo: {BUNDLED}{name}: {exc}") from exc
     for args in (
         ["init", "-q", "-b", "main"],
@@ -57,7 +57,7 @@ def bundled_repo(name: str) -> Path:
 
 def fixture_checkpoint(path: Path, args: list[str]) -> None:
     """Write a tinyserve random-weight checkpoint at `path` unless one is there."""
-    from evals.taskdefs import FRAMEWORKS_DIR
+    from tools.fixture_frameworks import FRAMEWORKS_DIR
 
     if (path / "config.json").is_file():
         return
