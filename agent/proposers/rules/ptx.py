@@ -15,7 +15,7 @@ from agent.proposers.rules.compat_header import (
     insert_block,
 )
 from agent.proposers.rules.ptx_forms import rewrite_known_ptx
-from agent.proposers.rules.ptx_translate import HELPERS, helpers_used
+from agent.proposers.rules.ptx_translate import HELPER_INCLUDES, HELPERS, helpers_used
 from agent.proposers.rules.warp import add_include
 from tools.records import Failure, Proposal
 
@@ -35,7 +35,7 @@ def _nearby(ws: Workspace, failure: Failure) -> str:
 
 
 def _with_helpers(ws: Workspace, file: str, old: str, new: str) -> dict[str, tuple[str | None, str]]:
-    """The file's edit plus, when it calls rocm_compat_lop3/prmt, their definitions in the compat header
+    """The file's edit plus, when it calls rocm_compat_* helpers, their definitions in the compat header
     (the repo's own, else one new rocm_compat.h) and the file's include of it."""
     used = helpers_used(new)
     if not used:
@@ -45,9 +45,12 @@ def _with_helpers(ws: Workspace, file: str, old: str, new: str) -> dict[str, tup
     missing = [name for name in used if f"{name}(" not in (header or "")]
     edits: dict[str, tuple[str | None, str]] = {}
     if missing:
+        includes = ["cstdint", *sorted({HELPER_INCLUDES[n] for n in missing if n in HELPER_INCLUDES})]
         block = (
-            "// PTX as plain code on ROCm (the CUDA branch of each call site keeps its asm).\n"
-            "#ifdef USE_ROCM\n#include <cstdint>\n" + "".join(HELPERS[n] for n in missing) + "#endif\n"
+            "// PTX as plain code on ROCm (the CUDA branch of each call site keeps its asm).\n#ifdef USE_ROCM\n"
+            + "".join(f"#include <{h}>\n" for h in includes)
+            + "".join(HELPERS[n] for n in missing)
+            + "#endif\n"
         )
         edits[compat] = (
             header,

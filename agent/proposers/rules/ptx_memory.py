@@ -5,7 +5,9 @@ The PTX memory model's orders and scopes map one to one onto the HIP atomic buil
 `.cta/.gpu/.sys` -> `__HIP_MEMORY_SCOPE_WORKGROUP/AGENT/SYSTEM` (the `"workgroup"/"agent"/""` sync
 scopes of `__builtin_amdgcn_fence`). So `ld.{relaxed,acquire}.<scope>` becomes `__hip_atomic_load`,
 `st.{relaxed,release}.<scope>` `__hip_atomic_store`, `red`/`atom` (add, and, or, xor, min, max, exch)
-`__hip_atomic_fetch_<op>` (no order: relaxed, no scope: gpu, as PTX defines), `fence.{sc,acq_rel}.<scope>`
+`__hip_atomic_fetch_<op>` (no order: relaxed, no scope: gpu, as PTX defines), `atom.cas d, [a], b, c`
+(d = old *a; *a = c where it equalled b) `__hip_atomic_compare_exchange_strong` (whose `expected` ends up
+holding the old value either way; its failure order drops the release half), `fence.{sc,acq_rel}.<scope>`
 and `membar.{cta,gl,sys}` (= fence.sc) `__builtin_amdgcn_fence`. A weak `st` becomes a plain store
 (`.cs`: nontemporal, `.volatile`: volatile). Only global or generic addresses, integer types; `.cluster`
 scope, vectors and cache-level qualifiers leave the statement untranslated (None).
@@ -61,10 +63,12 @@ def memory_instr(block: Block, parts: list[str], args: list[str]) -> str | None:
         return f"__builtin_amdgcn_fence({ORDERS[parts[1]]}, {FENCE_SCOPES[parts[2]]});" if not args else None
     if parts[0] == "membar" and len(parts) == 2 and parts[1] in MEMBAR and not args:
         return f"__builtin_amdgcn_fence(__ATOMIC_SEQ_CST, {FENCE_SCOPES[MEMBAR[parts[1]]]});"
-    q = _Qualifiers(parts[1:])
+    q = _Qualifiers([p for p in parts[1:] if p != "cas"])
     if parts[0] not in ("ld", "st", "red", "atom") or not q.clean:
         return None
     t = WORDS[q.types[0]]
+    if "cas" in parts:
+        return _cas(block, q, t, args) if parts[0] == "atom" and not q.ops and len(args) == 4 else None
     if parts[0] == "ld" and len(args) == 2 and q.order and not q.ops:
         d, ptr, how = block.dest(args[0], t), block.address(args[1]), q.atomic(None)
         return (
@@ -101,3 +105,22 @@ def _store(block: Block, q: _Qualifiers, t: str, args: list[str]) -> str | None:
     if q.hints == ["cs"]:
         return f"__builtin_nontemporal_store({t}({v}), reinterpret_cast<{t}*>({ptr}));"
     return f"*reinterpret_cast<{t}*>({ptr}) = {t}({v});"
+
+
+def _cas(block: Block, q: _Qualifiers, t: str, args: list[str]) -> str | None:
+    """`atom.cas d, [a], b, c` as a strong compare-exchange; `d` gets the old value whether it swapped or not."""
+    d, ptr, cmp, new = (
+        block.dest(args[0], t),
+        block.address(args[1], ""),
+        block.value(args[2]),
+        block.value(args[3]),
+    )
+    how = q.atomic("relaxed")
+    if not (d and ptr and cmp and new and how):
+        return None
+    order, scope = how
+    fail = {"__ATOMIC_RELEASE": "__ATOMIC_RELAXED", "__ATOMIC_ACQ_REL": "__ATOMIC_ACQUIRE"}.get(order, order)
+    return (
+        f"{{ {t} rocport_old = {t}({cmp}); __hip_atomic_compare_exchange_strong(reinterpret_cast<{t}*>({ptr}), "
+        f"&rocport_old, {t}({new}), {order}, {fail}, {scope}); {d} = rocport_old; }}"
+    )

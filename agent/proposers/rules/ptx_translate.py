@@ -3,12 +3,13 @@
 The subset has an exact C++ meaning (for the float approximations: one within each ISA's error bound)
 and nothing else: `.reg` declarations (locals), `setp.<cmp>.<int type>`, `mov` of integers, `@p` /
 `@!p` predication, global loads with any cache hint (`.cs`/`.lu` stay nontemporal, `ld.volatile`
-volatile), `lop3.b32` (truth table), `prmt.b32` in its default mode (byte permute), `mov.b32 d, {lo, hi}`
-of two `.b16` registers, float approximations and OCP fp8 `cvt` (`ptx_float`), ordered and weak
-loads/stores, `red`/`atom`, `fence`/`membar` (`ptx_memory`). lop3, prmt and fp8 call
-`rocm_compat_lop3` / `rocm_compat_prmt` / `rocm_compat_fp8`, defined once in the compat header
-(`HELPERS`). Any other instruction, float compare, mode or register class makes the whole statement
-untranslated (None): the caller then declines it.
+volatile), `lop3.b32` (truth table), `prmt.b32` in its default mode (byte permute), float approximations
+and OCP fp8 `cvt` (`ptx_float`), half-precision math, approximations and conversions (`ptx_half`),
+ordered and weak loads/stores, `red`/`atom` (`cas` too), `fence`/`membar` (`ptx_memory`), two-element
+`mov.b32`/`mov.b64` packs and unpacks and global `cvta` (`ptx_wide`), weak vector loads and stores
+(`ptx_vector`). lop3, prmt, fp8 and the half forms call `rocm_compat_*` helpers defined once in the
+compat header (`HELPERS`). Any other instruction, float compare, mode or register class makes the whole
+statement untranslated (None): the caller then declines it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ from __future__ import annotations
 import re
 
 from agent.proposers.rules.ptx_float import FP8_HELPERS, float_instr
+from agent.proposers.rules.ptx_half import HALF_HELPERS, half_instr
 from agent.proposers.rules.ptx_memory import memory_instr
+from agent.proposers.rules.ptx_vector import vector_instr
+from agent.proposers.rules.ptx_wide import wide_instr
 
 INT_TYPES = {
     "u32": "uint32_t",
@@ -26,7 +30,15 @@ INT_TYPES = {
     "s64": "int64_t",
     "b64": "uint64_t",
 }
-REG_TYPES = {**INT_TYPES, "pred": "bool", "f32": "float", "b16": "uint16_t", "u16": "uint16_t"}
+REG_TYPES = {
+    **INT_TYPES,
+    "pred": "bool",
+    "f32": "float",
+    "b16": "uint16_t",
+    "u16": "uint16_t",
+    "f16": "uint16_t",
+}
+REG_TYPES.update({"bf16": "uint16_t", "f16x2": "uint32_t", "bf16x2": "uint32_t"})
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _LD = re.compile(r"ld(\.volatile)?\.global(?:\.(nc|ca|cg|cs|lu|cv))?(?:\.L1::\w+)?(?:\.L2::\w+)?\.(\w+)")
 _ADDR = re.compile(r"\[\s*(%\d+|\w+)\s*(?:\+\s*(-?(?:0x[0-9a-fA-F]+|\d+)))?\s*\]")
@@ -56,7 +68,9 @@ __device__ inline uint32_t rocm_compat_prmt(uint32_t a, uint32_t b, uint32_t sel
 }
 """,
 }
-HELPERS = {**BIT_HELPERS, **FP8_HELPERS}
+HELPERS = {**BIT_HELPERS, **FP8_HELPERS, **HALF_HELPERS}
+HELPER_INCLUDES = {name: "hip/hip_fp16.h" for name in HALF_HELPERS if "__half" in HALF_HELPERS[name]}
+"""Headers a helper's definition needs beyond <cstdint> (hipcc does not pre-include hip_fp16.h)."""
 
 
 class Block:
@@ -133,15 +147,21 @@ def _instr(block: Block, op: str, args: list[str]) -> str | None:
         t = INT_TYPES[parts[2]]
         d, a, b = block.dest(args[0], "bool"), block.value(args[1]), block.value(args[2])
         return f"{d} = {_typed(t, a)} {_CMP[parts[1]]} {_typed(t, b)};" if d and a and b else None
-    if op == "mov.b32" and len(args) == 2 and args[1].strip().startswith("{"):
-        return _pack16(block, args)
+    if op in ("mov.b32", "mov.b64") and len(args) == 2 and "{" in args[0] + args[1]:
+        return wide_instr(block, op, args)
     if parts[0] == "mov" and len(parts) == 2 and parts[1] in INT_TYPES and len(args) == 2:
         d, a = block.dest(args[0], INT_TYPES[parts[1]]), block.value(args[1])
         return f"{d} = {_typed(INT_TYPES[parts[1]], a)};" if d and a else None
     load = _LD.fullmatch(op)
     if load and load.group(3) in INT_TYPES and len(args) == 2:
         return _load(block, load, args)
-    other = float_instr(block, parts, args) or memory_instr(block, parts, args)
+    other = (
+        float_instr(block, parts, args)
+        or half_instr(block, op, args)
+        or memory_instr(block, parts, args)
+        or wide_instr(block, op, args)
+        or vector_instr(block, op, args)
+    )
     if other:
         return other
     helper = {"lop3.b32": ("rocm_compat_lop3", 5), "prmt.b32": ("rocm_compat_prmt", 4)}.get(op)
@@ -150,15 +170,6 @@ def _instr(block: Block, op: str, args: list[str]) -> str | None:
         if d and all(vals):
             return f"{d} = {helper[0]}({', '.join(v for v in vals if v)});"
     return None
-
-
-def _pack16(block: Block, args: list[str]) -> str | None:
-    """`mov.b32 d, {lo, hi}`: two 16-bit registers packed, `lo` in the low half."""
-    halves = [h.strip() for h in args[1].strip()[1:-1].split(",")] if args[1].strip().endswith("}") else []
-    d = block.dest(args[0], "uint32_t")
-    if not d or len(halves) != 2 or any(block.regs.get(h) != "uint16_t" for h in halves):
-        return None
-    return f"{d} = uint32_t(rocport_{halves[0]}) | (uint32_t(rocport_{halves[1]}) << 16);"
 
 
 def _load(block: Block, load: re.Match[str], args: list[str]) -> str | None:
