@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.patch.settle import check_units, settle
+from agent.patch.settle import Verdict, check_units, settle
 from agent.patch.validate import Validator
 from agent.proposers.base import Workspace
 from agent.proposers.rules import fixers_for, propose_for
@@ -23,7 +23,10 @@ class FixRecord:
 
     failure: Failure
     status: str
-    """kept | rejected | declined | no_rule | nothing_proposed | proposed (dry run)
+    """kept | fixed_earlier | rejected | declined | no_rule | nothing_proposed | proposed (dry run)
+
+    fixed_earlier: an earlier kept patch of the same wave already fixed it (its unit compiled after that
+    patch, or no longer reported it); the commit is that patch's.
 
     nothing_proposed: rules exist for the kind, none matched and none said why; the failure was seen
     (by scan or a compile) so it is not called fixed."""
@@ -85,19 +88,55 @@ def dedupe(failures: list[Failure]) -> list[Failure]:
     return out
 
 
-def validate_and_commit(validator: Validator, failure: Failure, proposal: Proposal) -> PatchOutcome:
+@dataclass
+class _Landed:
+    """What one kept patch left behind: the units it made compile, and every error the others still report."""
+
+    outcome: PatchOutcome
+    compiled: set[str]
+    still_failing: set[str]
+    remaining: list[Failure]
+
+    @classmethod
+    def of(cls, outcome: PatchOutcome, verdict: Verdict) -> _Landed:
+        units = {c.name.rsplit(" ", 1)[-1]: c.detail for c in outcome.checks if c.name.startswith("hipcc")}
+        failing = {u for u, detail in units.items() if "unit still fails" in detail}
+        return cls(outcome, set(units) - failing, failing, list(verdict.unmasked))
+
+    def fixed(self, failure: Failure) -> bool:
+        """True when this patch's unit compiles showed `failure` gone (its unit compiles, or no longer reports it)."""
+        unit = (failure.facts or {}).get("unit") or failure.file
+        if unit in self.compiled:
+            return True
+        return unit in self.still_failing and not any(failure.same_as(r) for r in self.remaining)
+
+
+def validate_and_commit(
+    validator: Validator, failure: Failure, proposal: Proposal
+) -> tuple[PatchOutcome, Verdict]:
     """The port loop's path for one proposal (agent.patch.settle): unit checks, the patch's own new errors
     revert it, a kept patch is committed with the evidence message."""
     verdict = check_units(validator, proposal, failure, [])
     try:
-        return settle(validator.root, failure, proposal, verdict)
+        return settle(validator.root, failure, proposal, verdict), verdict
     except gitops.GitError as exc:
         raise FixError(str(exc)) from None
 
 
-def _fix_one(ws: Workspace, failure: Failure, validator: Validator | None, dry_run: bool) -> FixRecord:
+def _fix_one(
+    ws: Workspace,
+    failure: Failure,
+    validator: Validator | None,
+    dry_run: bool,
+    landed: list[_Landed] | None = None,
+) -> FixRecord:
     if not fixers_for(failure.kind):
         return FixRecord(failure, "no_rule")
+    # One patch often fixes several errors of a file (every asm statement of it, every kernel-builtin use):
+    # an error it already fixed is not proposed for again, nor called declined.
+    earlier = next((done for done in landed or [] if done.fixed(failure)), None)
+    if earlier is not None:
+        return FixRecord(failure, "fixed_earlier", outcomes=[earlier.outcome])
     result = propose_for(failure, ws)
     record = FixRecord(
         failure,
@@ -109,10 +148,12 @@ def _fix_one(ws: Workspace, failure: Failure, validator: Validator | None, dry_r
         if dry_run or validator is None:
             record.status = "proposed"
             continue
-        outcome = validate_and_commit(validator, failure, proposal)
+        outcome, verdict = validate_and_commit(validator, failure, proposal)
         record.outcomes.append(outcome)
         if outcome.kept:
             record.status = "kept"
+            if landed is not None:
+                landed.append(_Landed.of(outcome, verdict))
             break
         record.status = "rejected"
         record.reasons.append(outcome.reason)
@@ -127,12 +168,13 @@ def fix_failures(
     A failure a rule declined is asked once more after other fixes landed: one fix can settle
     what made another rule decline (warp-size literals first, then the warp width is clear).
     """
-    records = [_fix_one(ws, f, validator, dry_run) for f in dedupe(failures)]
+    landed: list[_Landed] = []
+    records = [_fix_one(ws, f, validator, dry_run, landed) for f in dedupe(failures)]
     if dry_run or not any(r.status == "kept" for r in records):
         return records
     for i, rec in enumerate(records):
         if rec.status == "declined":
-            retry = _fix_one(ws, rec.failure, validator, dry_run)
-            if retry.status in ("kept", "rejected"):
+            retry = _fix_one(ws, rec.failure, validator, dry_run, landed)
+            if retry.status in ("kept", "rejected", "fixed_earlier"):
                 records[i] = retry
     return records
