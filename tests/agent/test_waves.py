@@ -74,3 +74,38 @@ def test_identity_proof_ignores_line_numbers_that_a_guard_shifts(git_repo, hipcc
     identity = [c for c in outcome.checks if c.name.startswith("cuda -E identity")]
     assert identity and identity[0].ok, identity
     assert outcome.kept, outcome.reason
+
+
+TWO_ASM = """#include <hip/hip_runtime.h>
+#include <cstdint>
+
+__device__ uint32_t lane() {
+  uint32_t id;
+  asm volatile("mov.u32 %0, %%laneid;" : "=r"(id));
+  return id;
+}
+
+__device__ uint32_t bits(float x) {
+  uint32_t u;
+  asm("mov.b32 %0, %1;" : "=r"(u) : "f"(x));
+  return u;
+}
+
+__global__ void k(const float* x, uint32_t* y) { y[lane()] = bits(x[lane()]); }
+"""
+
+
+def test_an_error_an_earlier_patch_fixed_is_listed_with_that_commit_not_declined(git_repo, hipcc, nvcc):
+    """The PTX rule rewrites every asm statement of a file at once: the file's later asm errors are
+    fixed by that commit, and the table says so rather than 'declined: no known mapping'."""
+    from agent.patch.fix import fix_failures
+    from agent.proposers.base import Workspace
+
+    root = git_repo({"k.cu": TWO_ASM})
+    fails = [failure("inline_ptx", "k.cu", "mov.u32"), failure("inline_ptx", "k.cu", "mov.b32")]
+    tools = Toolchains(hip=LocalSandbox(root), arch="gfx90a", cuda=LocalSandbox(root))
+    records = fix_failures(Workspace(root=root, target_arch="gfx90a"), fails, Validator(root, tools))
+    assert [r.status for r in records] == ["kept", "fixed_earlier"], [r.reasons for r in records]
+    [kept] = records[0].outcomes
+    assert kept.commit and records[1].outcomes == [kept] and not records[1].reasons
+    assert _git(root, "rev-list", "--count", "HEAD").strip() == "2"  # the repo's commit and one fix for both

@@ -120,7 +120,8 @@ def _cas(block: Block, q: _Qualifiers, t: str, args: list[str]) -> str | None:
         return None
     order, scope = how
     fail = {"__ATOMIC_RELEASE": "__ATOMIC_RELAXED", "__ATOMIC_ACQ_REL": "__ATOMIC_ACQUIRE"}.get(order, order)
-    return (
-        f"{{ {t} rocport_old = {t}({cmp}); __hip_atomic_compare_exchange_strong(reinterpret_cast<{t}*>({ptr}), "
-        f"&rocport_old, {t}({new}), {order}, {fail}, {scope}); {d} = rocport_old; }}"
+    call = (
+        f"__hip_atomic_compare_exchange_strong(reinterpret_cast<{t}*>({ptr}), &rocport_old, {t}({new}), "
+        f"{order}, {fail}, {scope});"
     )
+    return f"{{\n  {t} rocport_old = {t}({cmp});\n  {call}\n  {d} = rocport_old;\n}}"

@@ -210,8 +210,17 @@ def translate(ptx: str, outs: list[tuple[str, str]], ins: list[tuple[str, str]])
         c = _instr(block, op, re.split(r",(?![^\[{]*[\]}])", rest) if rest.strip() else [])
         if c is None:
             return None
-        lines.append(f"if ({guard.group(1)}rocport_{guard.group(2)}) {c}" if guard else c)
+        lines += _guarded(c.split("\n"), f"if ({guard.group(1)}rocport_{guard.group(2)}) " if guard else "")
     return ["{", *("  " + ln for ln in lines), "}"] if block.regs else lines
+
+
+def _guarded(body: list[str], cond: str) -> list[str]:
+    """The C++ lines of one instruction under its predicate (`cond`, empty when unpredicated)."""
+    if not cond or len(body) == 1:
+        return [cond + body[0], *body[1:]]
+    if body[0] == "{":
+        return [cond + "{", *body[1:]]
+    return [cond + "{", *("  " + b for b in body), "}"]
 
 
 def helpers_used(text: str) -> list[str]:

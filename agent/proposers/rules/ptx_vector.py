@@ -49,7 +49,7 @@ def _element(block: Block, tok: str, letter: str, ctype: str, out: bool) -> str 
 
 
 def vector_instr(block: Block, op: str, args: list[str]) -> str | None:
-    """One weak vector `ld`/`st` as one C++ statement (a braced block of element accesses), or None."""
+    """One weak vector `ld`/`st` as one C++ block (one line per element access), or None."""
     m = _VEC.fullmatch(op)
     if not m or m.group(5) not in ELEMENTS or len(args) != 2:
         return None
@@ -72,4 +72,4 @@ def vector_instr(block: Block, op: str, args: list[str]) -> str | None:
         body = [f"{v} = rocport_v[{i}];" for i, v in enumerate(values)]
     else:
         body = [f"rocport_v[{i}] = {t}({v});" for i, v in enumerate(values)]
-    return "{ " + " ".join([head, *body]) + " }"
+    return "\n".join(["{", *("  " + ln for ln in [head, *body]), "}"])

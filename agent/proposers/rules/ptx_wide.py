@@ -38,7 +38,7 @@ def _pair(arg: str) -> list[str]:
 
 
 def wide_instr(block: Block, op: str, args: list[str]) -> str | None:
-    """`mov.b{32,64}` packing/unpacking two elements or a global `cvta` as one C++ statement, or None."""
+    """`mov.b{32,64}` packing/unpacking two elements or a global `cvta` as C++ (one line per statement), or None."""
     if op in ("cvta.to.global.u64", "cvta.global.u64") and len(args) == 2:
         d = _element(block, args[0], "l", "uint64_t", True)
         a = _element(block, args[1], "l", "uint64_t", False)
@@ -55,5 +55,5 @@ def wide_instr(block: Block, op: str, args: list[str]) -> str | None:
     if len(unpacked) == 2 and not packed:
         lo, hi = (_element(block, h, letter, part, True) for h in unpacked)
         v = _element(block, args[1], _WHOLE[whole], whole, False)
-        return f"{lo} = {part}({v}); {hi} = {part}({whole}({v}) >> {shift});" if lo and hi and v else None
+        return f"{lo} = {part}({v});\n{hi} = {part}({whole}({v}) >> {shift});" if lo and hi and v else None
     return None

@@ -191,7 +191,7 @@ def test_forms_outside_the_subset_stay_untranslated():
     assert translate("ld.acquire.cluster.global.u32 %0, [%1]", *flag) is None  # no HIP cluster scope
     assert translate("ld.acquire.sys.global.L1::no_allocate.u32 %0, [%1]", *flag) is None
     assert translate("ld.acquire.global.u32 %0, [%1]", *flag) is None  # an order needs its scope
-    assert translate("ex2.approx.f16 %0, %1", [("h", "y")], [("h", "x")]) is None
+    assert translate("ex2.approx.f16 %0, %1", [("f", "y")], [("h", "x")]) is None  # a half into a float
     assert (
         translate("cvt.rn.satfinite.relu.e4m3x2.f32 %0, %1, %2", [("h", "d")], [("f", "a"), ("f", "b")])
         is None

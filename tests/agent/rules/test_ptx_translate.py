@@ -8,7 +8,7 @@ import random
 import shutil
 import subprocess
 
-from agent.proposers.rules.ptx_translate import HELPERS, translate
+from agent.proposers.rules.ptx_translate import BIT_HELPERS, translate
 from tests.agent.rules.helpers import declines, failure, image_toolchains, propose, validate
 from tests.conftest import require
 
@@ -70,9 +70,9 @@ def test_lop3_prmt_and_predicated_loads_are_translated_and_proven(git_repo, rocm
 
 
 def test_untranslatable_ptx_is_declined_not_half_rewritten(git_repo):
-    half = 'void f(short* y, short x) { asm("ex2.approx.f16 %0, %1;" : "=h"(*y) : "h"(x)); }\n'
-    root = git_repo({"k.cu": half})
-    assert "no known mapping" in declines(root, failure("inline_ptx", "k.cu", "ex2.approx"))[0]
+    relu = 'void f(short* y, short x) { asm("fma.rn.relu.f16 %0, %1, %1, %1;" : "=h"(*y) : "h"(x)); }\n'
+    root = git_repo({"k.cu": relu})
+    assert "no known mapping" in declines(root, failure("inline_ptx", "k.cu", "fma.rn.relu.f16"))[0]
     ins = [("r", "a")]
     assert translate("{ .reg .pred p; setp.lt.f32 p, %1, 0; mov.u32 %0, 1; }", [("r", "d")], ins) is None
     assert translate("prmt.b32.f4e %0, %1, %2, %3", [("r", "d")], ins * 3) is None  # a non-default mode
@@ -102,7 +102,7 @@ def test_helpers_compute_what_the_ptx_isa_defines(tmp_path):
     rng = random.Random(16)
     cases = [tuple(rng.getrandbits(32) for _ in range(4)) for _ in range(200)]
     cases += [(0x80402010, 0x01020304, 0x00FF00FF, lut) for lut in (0x96, 0xE8, 0xF0, 0xCC, 0xAA, 0xEA)]
-    src = "#include <cstdint>\n#include <cstdio>\n#define __device__\n" + "".join(HELPERS.values())
+    src = "#include <cstdint>\n#include <cstdio>\n#define __device__\n" + "".join(BIT_HELPERS.values())
     src += "int main() { uint32_t a, b, c, d;\n"
     src += ' while (scanf("%u %u %u %u", &a, &b, &c, &d) == 4)\n'
     src += (
