@@ -80,6 +80,7 @@ def withdraw_unproven(
             git(root, "branch", "-q", "-D", partial)
             return Withdrawal(blocked=f"a proven patch ({sha[:10]}) builds on an unproven one")
         new_sha[sha] = git(root, "rev-parse", "HEAD")
+    # statuses first: a fixed_earlier record shares its outcome with the kept one, so shas change after
     for rec in records:
         for o in rec.outcomes:
             if o.commit in drop:
@@ -87,7 +88,6 @@ def withdraw_unproven(
                 rec.reasons.append(
                     f"its unit(s) still fail; the patch is kept on {partial} ({o.commit[:10]})"
                 )
-                o.commit = ""
-            elif o.commit in new_sha:
-                o.commit = new_sha[o.commit]
+    for o in {id(o): o for rec in records for o in rec.outcomes}.values():
+        o.commit = "" if o.commit in drop else new_sha.get(o.commit or "", o.commit)
     return Withdrawal(withdrawn=sorted(drop), partial_branch=partial)

@@ -50,3 +50,20 @@ def test_compat_header_only_commit_of_a_failing_header_unit_is_withdrawn(git_rep
         root, "rev-parse", "HEAD"
     )
     assert "edit fi/rocm_compat.h" in _git(root, "log", "--format=%s", "rocport/fix-x-partial")
+
+
+def test_an_error_fixed_by_a_withdrawn_commit_is_withdrawn_with_it(git_repo):
+    """A fixed_earlier record shares the kept record's outcome: both say withdrawn, neither keeps a sha."""
+    root = git_repo({"fi/stuck.cuh": '#include "rocm_compat.h"\n', "fi/rocm_compat.h": ""})
+    base = _git(root, "rev-parse", "HEAD")
+    _git(root, "checkout", "-qb", "rocport/fix-y")
+    records: list = []
+    _commit(root, "fi/rocm_compat.h", "#define A 1\n", records, "fi/stuck.cuh")
+    _git(root, "commit", "-q", "--allow-empty", "-m", "a proven one")  # the branch keeps something
+    records.append(
+        FixRecord(failure("inline_ptx", "fi/stuck.cuh", "b"), "fixed_earlier", outcomes=records[0].outcomes)
+    )
+    sha = records[0].outcomes[0].commit
+    withdraw_unproven(root, base, "rocport/fix-y", records, set())
+    assert [r.status for r in records] == ["withdrawn", "withdrawn"]
+    assert all(sha[:10] in r.reasons[0] for r in records) and records[1].outcomes[0].commit == ""
