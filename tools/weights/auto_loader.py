@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tools.weights.load_sim import LoaderSim, LoadOutcome, replay_names
 from tools.weights.module_tree import ModuleTree
 from tools.weights.sim_eval import Interp, ModuleIndex, SimError
-from tools.weights.sim_values import SelfObj, Unknown
+from tools.weights.sim_index import Module
+from tools.weights.sim_setup import LoopState
+from tools.weights.sim_values import Env, SelfObj, Unknown, Value
 
 # AutoWeightsLoader.REMOVE_UNUSED_ROTARY_EMBEDS_MAPPER: substrings whose tensors it drops on purpose
 ROTARY_DROPPED = (
@@ -36,7 +39,7 @@ MAPPER_FIELDS = ("orig_to_new_regex", "orig_to_new_substr", "orig_to_new_stacked
 class Mapper:
     """A WeightsMapper's name rules, applied in its order: regex, substr, stacked, prefix, suffix."""
 
-    rules: dict[str, dict] = field(default_factory=dict)
+    rules: dict[str, dict[str, Value]] = field(default_factory=dict)
     line: int | None = None
 
     def map(self, name: str) -> str | None:
@@ -70,7 +73,7 @@ class Mapper:
 class AutoSite:
     """Where one class's load_weights hands the stream to AutoWeightsLoader."""
 
-    module: object
+    module: Module
     func: ast.FunctionDef
     before: list[ast.stmt]
     """Statements ahead of the loader: stream filters, run on each name."""
@@ -80,7 +83,7 @@ class AutoSite:
     """The class whose body holds the load_weights (the model class or a base)."""
 
 
-def _calls(node: ast.AST):
+def _calls(node: ast.AST) -> list[ast.Call]:
     return [n for n in ast.walk(node) if isinstance(n, ast.Call)]
 
 
@@ -88,7 +91,7 @@ def _is_auto_ctor(call: ast.Call) -> bool:
     return isinstance(call.func, ast.Name) and call.func.id == "AutoWeightsLoader"
 
 
-def auto_site(index: ModuleIndex, mod, cls: str) -> AutoSite | None:
+def auto_site(index: ModuleIndex, mod: Module, cls: str) -> AutoSite | None:
     """The AutoWeightsLoader use of `cls.load_weights` (here or in a base), or None for a hand-written loop."""
     found = index.find_method(mod, cls, "load_weights")
     if found is None:
@@ -114,7 +117,7 @@ def auto_site(index: ModuleIndex, mod, cls: str) -> AutoSite | None:
 class AutoLoaderSim:
     """A vLLM model class whose load_weights goes through AutoWeightsLoader, ready to replay on names."""
 
-    def __init__(self, repo: Path, model_file: Path, class_name: str, config: dict, tree: ModuleTree):
+    def __init__(self, repo: Path, model_file: Path, class_name: str, config: Env, tree: ModuleTree) -> None:
         self.repo, self.config, self.tree = Path(repo), config, tree
         self.index = ModuleIndex(self.repo)
         self.module = self.index.load(model_file)
@@ -126,7 +129,7 @@ class AutoLoaderSim:
         """Module path -> class of framework layers (outside the model files) that load their own names;
         not replayed: a name reaching one counts as loaded into that module's parameters."""
         self._classic: dict[str, LoaderSim] = {}
-        self.loop_state = None
+        self.loop_state: LoopState | None = None
 
     @property
     def assumed_false(self) -> list[int]:
@@ -134,7 +137,7 @@ class AutoLoaderSim:
             self.interp.assumed_false | {n for s in self._classic.values() for n in s.assumed_false}
         )
 
-    def replay_all(self, names) -> list[LoadOutcome]:
+    def replay_all(self, names: Iterable[str]) -> list[LoadOutcome]:
         return replay_names(self.replay, names)
 
     def replay(self, name: str) -> LoadOutcome:
@@ -144,7 +147,7 @@ class AutoLoaderSim:
         return out
 
     # ---- one module whose load_weights receives `name` (relative to `path`)
-    def _enter(self, path: str, mod, cls: str, name: str, out: LoadOutcome) -> None:
+    def _enter(self, path: str, mod: Module, cls: str, name: str, out: LoadOutcome) -> None:
         site = auto_site(self.index, mod, cls)
         if site is None:
             self._classic_loop(path, mod, cls, name, out)
@@ -197,7 +200,7 @@ class AutoLoaderSim:
             return
         self._enter(child, self.index.load(file), cls, tail, out)
 
-    def _classic_loop(self, path: str, mod, cls: str, name: str, out: LoadOutcome) -> None:
+    def _classic_loop(self, path: str, mod: Module, cls: str, name: str, out: LoadOutcome) -> None:
         key = f"{path}:{cls}"
         if key not in self._classic:
             params = self.tree.params
@@ -219,9 +222,9 @@ class AutoLoaderSim:
         """Run the stream filters ahead of the loader on a one-name stream; None when they drop it."""
         if not site.before:
             return name
-        weights_arg = (site.func.args.args[1:2] or [None])[0]
-        if weights_arg is None:
+        if len(site.func.args.args) < 2:
             return name
+        weights_arg = site.func.args.args[1]
         env = self.interp._bind(
             site.func, [SelfObj(self.interp.config, cls), [(name, "<tensor>")]], {}, site.module
         )
@@ -237,14 +240,14 @@ class AutoLoaderSim:
         call = self._mapper_call(site.module, cls, expr)
         if call is None:
             return Mapper()
-        rules = {}
+        rules: dict[str, dict[str, Value]] = {}
         for kw in call.keywords:
             value = self.interp.eval(kw.value, {}, site.module, None)
             if kw.arg and isinstance(value, dict):
                 rules[kw.arg] = value
         return Mapper(rules, call.lineno)
 
-    def _mapper_call(self, mod, cls: str, expr) -> ast.Call | None:
+    def _mapper_call(self, mod: Module, cls: str, expr: ast.expr | None) -> ast.Call | None:
         """The `WeightsMapper(...)` call a `mapper=` argument names (inline, `self.attr` or `Class.attr`)."""
         if isinstance(expr, ast.Call):
             return expr
@@ -255,7 +258,7 @@ class AutoLoaderSim:
             owner = expr.value.id
         found = self.index.resolve(mod, owner) if owner else None
         while found is not None and isinstance(found[1], ast.ClassDef):
-            cmod, node = found
+            cmod, node = found[0], found[1]
             for stmt in node.body:
                 if isinstance(stmt, ast.Assign) and any(
                     isinstance(t, ast.Name) and t.id == expr.attr for t in stmt.targets

@@ -14,11 +14,17 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tools.weights.sim_eval import Interp, ModuleIndex, SimError, Unknown
 from tools.weights.sim_setup import prepare_loop
+from tools.weights.sim_values import Env
+
+if TYPE_CHECKING:
+    from tools.weights.module_tree import ModuleTree
 
 __all__ = ["LoadOutcome", "LoaderSim", "SimError", "Unknown", "replay_names"]
 
@@ -48,10 +54,10 @@ class LoaderSim:
         repo: Path,
         model_file: Path,
         class_name: str,
-        config: dict,
+        config: Env,
         params: set[str] | None = None,
-        tree=None,
-    ):
+        tree: ModuleTree | None = None,
+    ) -> None:
         self.index = ModuleIndex(repo)
         self.module = self.index.load(model_file)
         self.class_name = class_name
@@ -76,25 +82,27 @@ class LoaderSim:
         trace = self.interp.run_body(self.loop_state, name)
         return LoadOutcome(name, trace.status, trace.target, trace.rewrites, trace.line)
 
-    def replay_all(self, names) -> list[LoadOutcome]:
+    def replay_all(self, names: Iterable[str]) -> list[LoadOutcome]:
         return replay_names(self.replay, names)
 
 
-def replay_names(replay, names) -> list[LoadOutcome]:
+def replay_names(replay: Callable[[str], LoadOutcome], names: Iterable[str]) -> list[LoadOutcome]:
     """Every name's outcome. Routed experts of one layer take one replay: the expert mapping gives each
     expert id an entry of the same shape, so expert 17's path is expert 0's with the id changed."""
     seen: dict[str, tuple[str, LoadOutcome]] = {}
     out = []
     for name in names:
         match = _EXPERT_ID.search(name)
-        key = _EXPERT_ID.sub(".experts.#.", name) if match else None
-        if key is not None and key in seen:
+        if match is None:
+            out.append(replay(name))
+            continue
+        key = _EXPERT_ID.sub(".experts.#.", name)
+        if key in seen:
             rep_id, rep = seen[key]
             out.append(_with_expert(rep, name, rep_id, match.group(0)))
             continue
         outcome = replay(name)
-        if key is not None:
-            seen[key] = (match.group(0), outcome)
+        seen[key] = (match.group(0), outcome)
         out.append(outcome)
     return out
 
@@ -103,7 +111,10 @@ _EXPERT_ID = re.compile(r"\.experts\.\d+\.")
 
 
 def _with_expert(rep: LoadOutcome, name: str, rep_id: str, new_id: str) -> LoadOutcome:
-    swap = (lambda s: s.replace(rep_id, new_id)) if rep_id != new_id else (lambda s: s)
+
+    def swap(s: str) -> str:
+        return s.replace(rep_id, new_id)
+
     return LoadOutcome(
         name,
         rep.status,

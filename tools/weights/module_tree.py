@@ -12,11 +12,13 @@ so any name under it counts as loaded.
 from __future__ import annotations
 
 import ast
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tools.weights.sim_eval import Interp, ModuleIndex
-from tools.weights.sim_values import Config
+from tools.weights.sim_index import Module
+from tools.weights.sim_values import Config, Env
 
 MAX_DEPTH = 12
 
@@ -60,7 +62,7 @@ class ModuleTree:
         return False
 
 
-def tree_from_meta(params: dict, loaders: dict[str, str], index: ModuleIndex) -> ModuleTree:
+def tree_from_meta(params: Collection[str], loaders: dict[str, str], index: ModuleIndex) -> ModuleTree:
     """The exact tree of a model built on the meta device: every dotted prefix of a parameter is a module."""
     tree = ModuleTree(set(params), {""})
     for name in params:
@@ -77,16 +79,16 @@ def tree_from_meta(params: dict, loaders: dict[str, str], index: ModuleIndex) ->
 class StaticTree:
     """Reads the module tree from `__init__` bodies; classes outside `model_dir` are leaves."""
 
-    def __init__(self, index: ModuleIndex, config: dict, model_dir: Path):
+    def __init__(self, index: ModuleIndex, config: Env, model_dir: Path) -> None:
         self.index, self.model_dir = index, model_dir.resolve()
         self.interp = Interp(index, config, None)
         self._cache: dict[tuple[Path, str], ModuleTree] = {}
-        self._env: dict = {"config": self.interp.config}
+        self._env: Env = {"config": self.interp.config}
 
-    def build(self, mod, cls: str) -> ModuleTree:
+    def build(self, mod: Module, cls: str) -> ModuleTree:
         return self._subtree(mod, cls, 0)
 
-    def _subtree(self, mod, cls: str, depth: int) -> ModuleTree:
+    def _subtree(self, mod: Module, cls: str, depth: int) -> ModuleTree:
         found = self.index.resolve(mod, cls)
         if found is None or not isinstance(found[1], ast.ClassDef):
             return ModuleTree(None, {""})
@@ -96,7 +98,7 @@ class StaticTree:
             self._cache[key] = self._read(found[0], found[1], depth)
         return self._cache[key]
 
-    def _read(self, mod, node: ast.ClassDef, depth: int) -> ModuleTree:
+    def _read(self, mod: Module, node: ast.ClassDef, depth: int) -> ModuleTree:
         tree = ModuleTree(None, {""})
         for init_mod, init in self._inits(mod, node):
             self._env = self._self_values(init, init_mod)
@@ -109,10 +111,10 @@ class StaticTree:
                         self._child(tree, attr, stmt.value, init_mod, depth)
         return tree
 
-    def _self_values(self, init: ast.FunctionDef, mod) -> dict:
+    def _self_values(self, init: ast.FunctionDef, mod: Module) -> Env:
         """`config` and the plain values `self.x = <config expression>` takes, in statement order
         (`self.mtp_start_layer_idx = config.num_hidden_layers`), for sizing ModuleDicts and layer lists."""
-        attrs: dict = {}
+        attrs: Env = {}
         env = {"config": self.interp.config, "self": Config(attrs)}
         for stmt in init.body:
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
@@ -122,19 +124,20 @@ class StaticTree:
                     attrs[names[0]] = value
         return env
 
-    def _inits(self, mod, node: ast.ClassDef):
+    def _inits(self, mod: Module, node: ast.ClassDef) -> list[tuple[Module, ast.FunctionDef]]:
         """`__init__` of the class and of its bases in the repository (subclass first)."""
-        out, todo = [], [(mod, node)]
+        out: list[tuple[Module, ast.FunctionDef]] = []
+        todo = [(mod, node)]
         while todo:
             cmod, cnode = todo.pop(0)
             out += [(cmod, f) for f in cnode.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"]
             for base in cnode.bases:
                 hit = self.index.resolve(cmod, base.id) if isinstance(base, ast.Name) else None
                 if hit is not None and isinstance(hit[1], ast.ClassDef):
-                    todo.append(hit)
+                    todo.append((hit[0], hit[1]))
         return out
 
-    def _child(self, tree: ModuleTree, attr: str, value, mod, depth: int) -> None:
+    def _child(self, tree: ModuleTree, attr: str, value: ast.expr, mod: Module, depth: int) -> None:
         """One `self.<attr> = <value>` assignment."""
         call = value if isinstance(value, ast.Call) else None
         if call is None:
@@ -163,7 +166,7 @@ class StaticTree:
             tree.loaders[attr] = (hit[0].path, hit[1].name)
         _graft(tree, attr, sub)
 
-    def _repeated(self, call: ast.Call, mod) -> tuple[list[str], ast.expr] | None:
+    def _repeated(self, call: ast.Call, mod: Module) -> tuple[list[str], ast.expr] | None:
         """(child keys, element) of `make_layers(n, lambda prefix: X(...))`,
         `nn.ModuleList([X(...) for _ in range(n)])` or `nn.ModuleDict({str(i): X(...) for i in range(a, b)})`."""
         name = _callee(call)
@@ -193,8 +196,8 @@ def _graft(tree: ModuleTree, prefix: str, sub: ModuleTree) -> None:
     tree.loaders.update({join(p): v for p, v in sub.loaders.items()})
 
 
-def _self_attrs(targets) -> list[str]:
-    out = []
+def _self_attrs(targets: list[ast.expr]) -> list[str]:
+    out: list[str] = []
     for t in targets:
         elts = t.elts if isinstance(t, ast.Tuple) else [t]
         out.extend(

@@ -8,6 +8,7 @@ Unknown. Unknown conditions count as false and their lines are recorded by the c
 from __future__ import annotations
 
 import ast
+from typing import TYPE_CHECKING
 
 from tools.weights.sim_expr import eval_expr
 from tools.weights.sim_index import Module, ModuleIndex
@@ -16,14 +17,19 @@ from tools.weights.sim_setup import LoopState
 from tools.weights.sim_values import (
     UNKNOWN,
     Config,
+    Env,
     Function,
     ParamsDict,
     SimError,
     Trace,
     Unknown,
+    Value,
     expert_params_mapping,
     match_pattern,
 )
+
+if TYPE_CHECKING:
+    from tools.weights.module_tree import ModuleTree
 
 __all__ = ["Interp", "ModuleIndex", "SimError", "Unknown"]
 MAX_DEPTH = 24
@@ -38,14 +44,16 @@ class _Break(Exception):
 
 
 class _Return(Exception):
-    def __init__(self, value):
+    def __init__(self, value: Value) -> None:
         self.value = value
 
 
 class Interp:
     """Evaluates statements of one load_weights for one checkpoint name at a time."""
 
-    def __init__(self, index: ModuleIndex, config: dict, params: set[str] | None, tree=None):
+    def __init__(
+        self, index: ModuleIndex, config: Env, params: set[str] | None, tree: ModuleTree | None = None
+    ) -> None:
         self.index = index
         self.config = Config(config)
         self.params = ParamsDict(params, tree)
@@ -53,8 +61,8 @@ class Interp:
         self.trace = Trace()
         self.home: Module | None = None
         """The model file (where the model class itself is defined), set by the first prepare."""
-        self._part_cache: dict = {}
-        self.yields: list[list] = []
+        self._part_cache: dict[tuple[int, int, int], dict[str, None] | None] = {}
+        self.yields: list[list[Value]] = []
         """One list per generator function being run: what its `yield`s produced."""
 
     def run_body(self, state: LoopState, name: str) -> Trace:
@@ -73,11 +81,13 @@ class Interp:
         return self.trace
 
     # ---- statements
-    def exec_stmts(self, stmts, env, mod, cls, depth=0):
+    def exec_stmts(
+        self, stmts: list[ast.stmt], env: Env, mod: Module, cls: str | None, depth: int = 0
+    ) -> None:
         for stmt in stmts:
             self.exec_stmt(stmt, env, mod, cls, depth)
 
-    def exec_stmt(self, s, env, mod, cls, depth):
+    def exec_stmt(self, s: ast.stmt, env: Env, mod: Module, cls: str | None, depth: int) -> None:
         if isinstance(s, ast.Assign):
             value = self.eval(s.value, env, mod, cls, depth)
             for target in s.targets:
@@ -112,7 +122,7 @@ class Interp:
             self._match(s, env, mod, cls, depth)
         # pass, assert, import, global, while (never in a per-name path we model): nothing to do
 
-    def _match(self, s: ast.Match, env, mod, cls, depth):
+    def _match(self, s: ast.Match, env: Env, mod: Module, cls: str | None, depth: int) -> None:
         """`match conf: case EnabledConfig(prefix=p): ...` over a repository dataclass instance."""
         subject = self.eval(s.subject, env, mod, cls, depth)
         for case in s.cases:
@@ -126,7 +136,7 @@ class Interp:
         if isinstance(subject, Unknown):
             self.assumed_false.add(s.lineno)
 
-    def _assign(self, target, value, env, line):
+    def _assign(self, target: ast.expr, value: Value, env: Env, line: int) -> None:
         if isinstance(target, ast.Subscript):  # `cached[name] = w`: state a loop keeps across names
             obj = env.get(target.value.id) if isinstance(target.value, ast.Name) else None
             sl = target.slice
@@ -143,7 +153,7 @@ class Interp:
             for t, v in zip(target.elts, items, strict=False):
                 self._assign(t, v, env, line)
 
-    def _for(self, s: ast.For, env, mod, cls, depth):
+    def _for(self, s: ast.For, env: Env, mod: Module, cls: str | None, depth: int) -> None:
         items = self.eval(s.iter, env, mod, cls, depth)
         if not isinstance(items, (list, tuple, range, str, dict, set)):  # unknown, or over params_dict
             self.assumed_false.add(s.lineno)
@@ -160,7 +170,7 @@ class Interp:
             return
         self.exec_stmts(s.orelse, env, mod, cls, depth)
 
-    def _prefilter(self, s: ast.For, items: list, env) -> list:
+    def _prefilter(self, s: ast.For, items: list[Value], env: Env) -> list[Value]:
         """Items a leading `if <part> not in name: continue` would skip, dropped before interpreting."""
         body, pos = s.body, None
         first = body[0] if body else None
@@ -188,7 +198,7 @@ class Interp:
         keep = {k for k in by_part if k in name}
         return [item for item in items if item[pos] in keep]
 
-    def _parts(self, items: list, pos: int) -> dict | None:
+    def _parts(self, items: list[Value], pos: int) -> dict[str, None] | None:
         """{item[pos]: True} for a list of tuples whose item `pos` is a string; cached per list."""
         key = (id(items[0]) if items else 0, len(items), pos)
         if key not in self._part_cache:
@@ -196,7 +206,7 @@ class Interp:
             self._part_cache[key] = dict.fromkeys(i[pos] for i in items) if ok else None
         return self._part_cache[key]
 
-    def truth(self, test, env, mod, cls, depth=0) -> bool:
+    def truth(self, test: ast.expr, env: Env, mod: Module, cls: str | None, depth: int = 0) -> bool:
         value = self.eval(test, env, mod, cls, depth)
         if isinstance(value, Unknown):
             self.assumed_false.add(test.lineno)
@@ -204,17 +214,17 @@ class Interp:
         return bool(value)
 
     # ---- expressions
-    def eval(self, e, env, mod, cls, depth=0):
+    def eval(self, e: ast.expr | None, env: Env, mod: Module, cls: str | None, depth: int = 0) -> Value:
         return eval_expr(self, e, env, mod, cls, depth)
 
-    def lookup(self, key, line):
+    def lookup(self, key: Value, line: int) -> Value:
         """`params_dict[key]`: a KeyError when the model registers no such parameter."""
         if isinstance(key, str) and not self.params.has(key):
             raise _KeyError(key, line)
         self.trace.lookup(key, line)
         return UNKNOWN
 
-    def call_function(self, fn: Function, args: list, kwargs: dict, depth: int):
+    def call_function(self, fn: Function, args: list[Value], kwargs: Env, depth: int) -> Value:
         if depth > MAX_DEPTH:
             return UNKNOWN
         env = self._bind(fn.node, args, kwargs, fn.module)
@@ -231,10 +241,11 @@ class Interp:
             return UNKNOWN
         return self.yields.pop() if generator else None
 
-    def _bind(self, func: ast.FunctionDef, args: list, kwargs: dict, mod: Module) -> dict:
+    def _bind(self, func: ast.FunctionDef, args: list[Value], kwargs: Env, mod: Module) -> Env:
         params = func.args.posonlyargs + func.args.args
-        defaults = [None] * (len(params) - len(func.args.defaults)) + list(func.args.defaults)
-        env: dict = {}
+        defaults: list[ast.expr | None] = [None] * (len(params) - len(func.args.defaults))
+        defaults += func.args.defaults
+        env: Env = {}
         for i, (p, d) in enumerate(zip(params, defaults, strict=True)):
             if i < len(args):
                 env[p.arg] = args[i]
@@ -250,13 +261,13 @@ class Interp:
 
 
 class _KeyError(Exception):
-    def __init__(self, key, line):
+    def __init__(self, key: str, line: int) -> None:
         self.key, self.line = key, line
 
 
 def _is_generator(func: ast.FunctionDef) -> bool:
     """A `yield` in the function itself (not in a nested def)."""
-    todo = list(func.body)
+    todo: list[ast.AST] = list(func.body)
     while todo:
         node = todo.pop()
         if isinstance(node, (ast.Yield, ast.YieldFrom)):
@@ -266,7 +277,7 @@ def _is_generator(func: ast.FunctionDef) -> bool:
     return False
 
 
-def _target_names(target) -> list[str]:
+def _target_names(target: ast.expr) -> list[str]:
     if isinstance(target, ast.Name):
         return [target.id]
     if isinstance(target, (ast.Tuple, ast.List)):

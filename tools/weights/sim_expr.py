@@ -3,46 +3,54 @@
 from __future__ import annotations
 
 import ast
+from typing import TYPE_CHECKING
 
+from tools.weights.sim_index import Module
 from tools.weights.sim_ops import BUILTINS, binop, call_method, compare_op
 from tools.weights.sim_values import (
     UNKNOWN,
     BoundAttr,
     ClassRef,
     Config,
+    Env,
     Function,
     Instance,
     ParamsDict,
     SelfObj,
     Unknown,
+    Value,
     expert_params_mapping,
 )
+
+if TYPE_CHECKING:
+    from tools.weights.sim_eval import Interp
 
 EXPERT_MAPPING_FUNCS = ("make_expert_params_mapping", "fused_moe_make_expert_params_mapping")
 LOADER_CALLS = ("weight_loader", "default_weight_loader")
 ITERABLE = (list, tuple, range, str, dict, set)
 
 
-def eval_expr(it, e, env, mod, cls, depth=0):
+def eval_expr(
+    it: Interp, e: ast.expr | None, env: Env, mod: Module, cls: str | None, depth: int = 0
+) -> Value:
     """The value of expression `e`; UNKNOWN for anything a static reading cannot know."""
     if e is None:
         return None
-    kind = type(e)
-    if kind is ast.Constant:
+    if isinstance(e, ast.Constant):
         return e.value
-    if kind is ast.Name:
+    if isinstance(e, ast.Name):
         return _name(it, e.id, env, mod, cls)
-    if kind is ast.Attribute:
+    if isinstance(e, ast.Attribute):
         return _attribute(it, eval_expr(it, e.value, env, mod, cls, depth), e.attr, e.lineno)
-    if kind is ast.Subscript:
+    if isinstance(e, ast.Subscript):
         return _subscript(it, e, env, mod, cls, depth)
-    if kind is ast.Call:
+    if isinstance(e, ast.Call):
         return _call(it, e, env, mod, cls, depth)
-    if kind is ast.Compare:
+    if isinstance(e, ast.Compare):
         return _compare(it, e, env, mod, cls, depth)
-    if kind is ast.BoolOp:
+    if isinstance(e, ast.BoolOp):
         return _boolop(it, e, env, mod, cls, depth)
-    if kind is ast.UnaryOp:
+    if isinstance(e, ast.UnaryOp):
         v = eval_expr(it, e.operand, env, mod, cls, depth)
         if isinstance(e.op, ast.Not) and _runtime_attr(v):
             it.assumed_false.add(e.lineno)  # `not self.fused_layers`: the optional feature is off
@@ -50,42 +58,44 @@ def eval_expr(it, e, env, mod, cls, depth=0):
         if isinstance(v, Unknown):
             return UNKNOWN
         return (not v) if isinstance(e.op, ast.Not) else (-v if isinstance(e.op, ast.USub) else UNKNOWN)
-    if kind is ast.BinOp:
+    if isinstance(e, ast.BinOp):
         return binop(
             e.op, eval_expr(it, e.left, env, mod, cls, depth), eval_expr(it, e.right, env, mod, cls, depth)
         )
-    if kind is ast.JoinedStr:
+    if isinstance(e, ast.JoinedStr):
         parts = [eval_expr(it, v, env, mod, cls, depth) for v in e.values]
         return UNKNOWN if any(isinstance(p, Unknown) for p in parts) else "".join(str(p) for p in parts)
-    if kind is ast.FormattedValue:
+    if isinstance(e, ast.FormattedValue):
         v = eval_expr(it, e.value, env, mod, cls, depth)
         return UNKNOWN if isinstance(v, (Unknown, Config, SelfObj)) else v
-    if kind in (ast.List, ast.Tuple, ast.Set):
+    if isinstance(e, (ast.List, ast.Tuple, ast.Set)):
         items = [eval_expr(it, x, env, mod, cls, depth) for x in e.elts]
-        return tuple(items) if kind is ast.Tuple else items
-    if kind is ast.Dict:
+        return tuple(items) if isinstance(e, ast.Tuple) else items
+    if isinstance(e, ast.Dict):
         return {
             eval_expr(it, k, env, mod, cls, depth): eval_expr(it, v, env, mod, cls, depth)
             for k, v in zip(e.keys, e.values, strict=True)
             if k is not None
         }
-    if kind is ast.IfExp:
+    if isinstance(e, ast.IfExp):
         branch = e.body if it.truth(e.test, env, mod, cls, depth) else e.orelse
         return eval_expr(it, branch, env, mod, cls, depth)
-    if kind is ast.Slice:
+    if isinstance(e, ast.Slice):
         parts = [
             eval_expr(it, x, env, mod, cls, depth) if x is not None else None
             for x in (e.lower, e.upper, e.step)
         ]
         return UNKNOWN if any(isinstance(p, Unknown) for p in parts) else slice(*parts)
-    if kind in (ast.ListComp, ast.GeneratorExp):
+    if isinstance(e, (ast.ListComp, ast.GeneratorExp)):
         return _comprehension(it, e, env, mod, cls, depth)
-    if kind is ast.NamedExpr and isinstance(e.target, ast.Name):  # `if not (n := getattr(config, ...))`
+    if isinstance(e, ast.NamedExpr) and isinstance(
+        e.target, ast.Name
+    ):  # `if not (n := getattr(config, ...))`
         env[e.target.id] = eval_expr(it, e.value, env, mod, cls, depth)
         return env[e.target.id]
-    if kind in (ast.Yield, ast.YieldFrom) and it.yields:
+    if isinstance(e, (ast.Yield, ast.YieldFrom)) and it.yields:
         value = eval_expr(it, e.value, env, mod, cls, depth)
-        if kind is ast.Yield:
+        if isinstance(e, ast.Yield):
             it.yields[-1].append(value)
         elif isinstance(value, (list, tuple)):
             it.yields[-1].extend(value)
@@ -93,12 +103,12 @@ def eval_expr(it, e, env, mod, cls, depth=0):
     return UNKNOWN
 
 
-def _runtime_attr(value) -> bool:
+def _runtime_attr(value: Value) -> bool:
     """An attribute of the model set at run time (`self.fused_shared_expert_layers`), never a config value."""
     return isinstance(value, BoundAttr) and isinstance(value.obj, SelfObj)
 
 
-def _name(it, name, env, mod, cls):
+def _name(it: Interp, name: str, env: Env, mod: Module, cls: str | None) -> Value:
     if name in env:
         return env[name]
     if name in mod.constants:
@@ -113,7 +123,7 @@ def _name(it, name, env, mod, cls):
     return BUILTINS.get(name, UNKNOWN)
 
 
-def _attribute(it, obj, attr, line):
+def _attribute(it: Interp, obj: Value, attr: str, line: int) -> Value:
     if isinstance(obj, SelfObj):
         if attr == "config":
             return obj.config
@@ -128,7 +138,7 @@ def _attribute(it, obj, attr, line):
     return BoundAttr(obj, attr)  # resolved when called; any other use is unknown
 
 
-def _subscript(it, e, env, mod, cls, depth):
+def _subscript(it: Interp, e: ast.Subscript, env: Env, mod: Module, cls: str | None, depth: int) -> Value:
     obj = eval_expr(it, e.value, env, mod, cls, depth)
     key = eval_expr(it, e.slice, env, mod, cls, depth)
     if isinstance(obj, ParamsDict):
@@ -141,7 +151,7 @@ def _subscript(it, e, env, mod, cls, depth):
         return UNKNOWN
 
 
-def _call(it, e, env, mod, cls, depth):
+def _call(it: Interp, e: ast.Call, env: Env, mod: Module, cls: str | None, depth: int) -> Value:
     func = e.func
     fname = func.attr if isinstance(func, ast.Attribute) else (func.id if isinstance(func, ast.Name) else "")
     args = [eval_expr(it, a, env, mod, cls, depth) for a in e.args if not isinstance(a, ast.Starred)]
@@ -174,7 +184,7 @@ def _call(it, e, env, mod, cls, depth):
     return UNKNOWN
 
 
-def _defaults(it, mod, fname: str) -> dict:
+def _defaults(it: Interp, mod: Module, fname: str) -> Env:
     """Keyword defaults of a repository function (vLLM's `routed_experts_prefix`), read from its signature."""
     found = it.index.resolve(mod, fname)
     if found is None or not isinstance(found[1], ast.FunctionDef):
@@ -185,7 +195,7 @@ def _defaults(it, mod, fname: str) -> dict:
     return {a.arg: d.value for a, d in pairs if isinstance(d, ast.Constant)}
 
 
-def _compare(it, e, env, mod, cls, depth):
+def _compare(it: Interp, e: ast.Compare, env: Env, mod: Module, cls: str | None, depth: int) -> Value:
     left = eval_expr(it, e.left, env, mod, cls, depth)
     result = True
     for op, right_node in zip(e.ops, e.comparators, strict=True):
@@ -200,7 +210,7 @@ def _compare(it, e, env, mod, cls, depth):
     return result
 
 
-def _boolop(it, e, env, mod, cls, depth):
+def _boolop(it: Interp, e: ast.BoolOp, env: Env, mod: Module, cls: str | None, depth: int) -> Value:
     is_and = isinstance(e.op, ast.And)
     saw_unknown = False
     for v in e.values:
@@ -215,14 +225,17 @@ def _boolop(it, e, env, mod, cls, depth):
     return UNKNOWN if saw_unknown else (value if e.values else None)
 
 
-def _comprehension(it, e, env, mod, cls, depth):
+def _comprehension(
+    it: Interp, e: ast.ListComp | ast.GeneratorExp, env: Env, mod: Module, cls: str | None, depth: int
+) -> Value:
     if len(e.generators) != 1:
         return UNKNOWN
     gen = e.generators[0]
     items = eval_expr(it, gen.iter, env, mod, cls, depth)
     if not isinstance(items, ITERABLE) or not isinstance(gen.target, (ast.Name, ast.Tuple)):
         return UNKNOWN  # over params_dict or a run-time value: not known statically
-    out, local = [], dict(env)
+    out: list[Value] = []
+    local = dict(env)
     for item in items:
         _bind_target(gen.target, item, local)
         if all(it.truth(c, local, mod, cls, depth) for c in gen.ifs):
@@ -230,7 +243,7 @@ def _comprehension(it, e, env, mod, cls, depth):
     return out
 
 
-def _bind_target(target, item, local: dict) -> None:
+def _bind_target(target: ast.expr, item: Value, local: Env) -> None:
     if isinstance(target, ast.Name):
         local[target.id] = item
     elif isinstance(target, ast.Tuple):

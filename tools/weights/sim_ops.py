@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import ast
 import operator
+from collections.abc import Callable
 
-from tools.weights.sim_values import UNKNOWN, Config, ParamsDict, SelfObj, Unknown
+from tools.weights.sim_values import UNKNOWN, Config, Env, ParamsDict, SelfObj, Unknown, Value
 
 _STR_METHODS = {
     "replace",
@@ -31,7 +32,7 @@ _STR_METHODS = {
 }
 
 
-def call_method(obj, method: str, args: list, kwargs: dict):
+def call_method(obj: Value, method: str, args: list[Value], kwargs: Env) -> Value:
     """A method call on a known value (str, list, dict, config); Unknown when not modelled."""
     if any(isinstance(a, Unknown) for a in args):
         return UNKNOWN
@@ -49,7 +50,7 @@ def call_method(obj, method: str, args: list, kwargs: dict):
     return UNKNOWN
 
 
-def _hasattr(obj, name):
+def _hasattr(obj: Value, name: str) -> Value:
     if isinstance(obj, Config):
         return obj.has(name)
     if isinstance(obj, SelfObj):
@@ -57,15 +58,17 @@ def _hasattr(obj, name):
     return UNKNOWN
 
 
-def _getattr(obj, name, default=UNKNOWN):
+def _getattr(obj: Value, name: str, default: Value = UNKNOWN) -> Value:
     if isinstance(obj, Config):
         value = obj.get(name)
         return default if isinstance(value, Unknown) else value
     return UNKNOWN
 
 
-def _safe(fn):
-    def call(*args, **kwargs):
+def _safe(fn: Callable[..., Value]) -> Callable[..., Value]:
+    """`fn` on known plain values; UNKNOWN when an argument is not one or the call fails."""
+
+    def call(*args: Value, **kwargs: Value) -> Value:
         if any(isinstance(a, (Unknown, Config, SelfObj, ParamsDict)) for a in args):
             return UNKNOWN
         try:
@@ -76,7 +79,7 @@ def _safe(fn):
     return call
 
 
-BUILTINS = {
+BUILTINS: dict[str, Value] = {
     "hasattr": _hasattr,
     "getattr": _getattr,
     "len": _safe(len),
@@ -99,7 +102,7 @@ BUILTINS = {
     "None": None,
 }
 
-_BINOPS = {
+_BINOPS: dict[type[ast.operator], Callable[[Value, Value], Value]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
@@ -108,7 +111,7 @@ _BINOPS = {
 }
 
 
-def binop(op, a, b):
+def binop(op: ast.operator, a: Value, b: Value) -> Value:
     if isinstance(a, Unknown) or isinstance(b, Unknown) or type(op) not in _BINOPS:
         return UNKNOWN
     try:
@@ -117,7 +120,7 @@ def binop(op, a, b):
         return UNKNOWN
 
 
-def compare_op(op, a, b):
+def compare_op(op: ast.cmpop, a: Value, b: Value) -> Value:
     """One comparison; `in params_dict` answers from the registered names."""
     if isinstance(op, (ast.In, ast.NotIn)) and isinstance(b, ParamsDict):
         if isinstance(a, Unknown):
@@ -130,7 +133,7 @@ def compare_op(op, a, b):
         return (a is b) if isinstance(op, ast.Is) else (a is not b)
     if isinstance(a, Unknown) or isinstance(b, Unknown):
         return UNKNOWN
-    ops = {
+    ops: dict[type[ast.cmpop], Callable[[Value, Value], Value]] = {
         ast.Eq: operator.eq,
         ast.NotEq: operator.ne,
         ast.Lt: operator.lt,

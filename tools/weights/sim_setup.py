@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tools.weights.sim_index import Module
-from tools.weights.sim_values import SelfObj, SimError
+from tools.weights.sim_values import Env, SelfObj, SimError, Value
 
 if TYPE_CHECKING:
     from tools.weights.sim_eval import Interp
@@ -20,7 +20,7 @@ class LoopState:
 
     module: Module
     loop: ast.For
-    env: dict
+    env: Env
     name_var: str
     cls: str
     loop_class: str = ""
@@ -32,8 +32,8 @@ def prepare_loop(
     mod: Module,
     func: ast.FunctionDef,
     cls: str,
-    kwargs: dict | None = None,
-    args: list | None = None,
+    kwargs: Env | None = None,
+    args: list[Value] | None = None,
 ) -> LoopState:
     """Bind the arguments and run `func` up to its weights loop; SimError when it has none."""
     it.home = it.home or mod  # the model file: where `cls` itself is defined
@@ -53,7 +53,9 @@ def prepare_loop(
     raise SimError(f"{mod.path}:{func.lineno}: {func.name} has no `for name, weight in weights:` loop{via}")
 
 
-def _set_up(it: Interp, body, env, mod, cls, func) -> LoopState | None:
+def _set_up(
+    it: Interp, body: list[ast.stmt], env: Env, mod: Module, cls: str, func: ast.FunctionDef
+) -> LoopState | None:
     """Run statements up to the loop over the weights (also inside a `with` block), or follow a
     delegation; None when this block holds neither."""
     for stmt in body:
@@ -71,7 +73,7 @@ def _set_up(it: Interp, body, env, mod, cls, func) -> LoopState | None:
     return None
 
 
-def _delegation(it: Interp, stmt, mod, cls, env):
+def _delegation(it: Interp, stmt: ast.stmt, mod: Module, cls: str, env: Env) -> LoopState | None:
     """`super().load_weights(weights, is_nextn=True)` or `self.do_load_weights(weights, is_nextn)`:
     prepare that method's loop with those arguments."""
     call = stmt.value if isinstance(stmt, (ast.Expr, ast.Return)) else None

@@ -4,6 +4,22 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from tools.weights.sim_index import Module
+
+if TYPE_CHECKING:
+    from tools.weights.module_tree import ModuleTree
+
+Value: TypeAlias = Any
+"""What a model file's expression evaluates to: a plain Python value (None, a number, a string, a
+container, a range, a slice), a builtin, or one of the interpreter's own values below (Unknown, Config,
+SelfObj, ParamsDict, Function, Instance, ClassRef). Any rather than a union on purpose: the interpreter
+applies Python's own operators to whatever the model file combines and answers UNKNOWN on the TypeError,
+as the file would fail at run time."""
+
+Env: TypeAlias = dict[str, Value]
+"""The variables of one running function (or the loop body): name -> value."""
 
 
 class SimError(ValueError):
@@ -13,9 +29,9 @@ class SimError(ValueError):
 class Unknown:
     """A value the static reading cannot know (a flag set at run time, a tensor)."""
 
-    _instance = None
+    _instance: Unknown | None = None
 
-    def __new__(cls, *args):
+    def __new__(cls, *args: object) -> Unknown:  # noqa: PYI034 - Unknown() is the one shared UNKNOWN
         if cls is not Unknown:
             return super().__new__(cls)
         if cls._instance is None:
@@ -32,23 +48,23 @@ UNKNOWN = Unknown()
 class BoundAttr(Unknown):
     """`obj.attr` not yet called: a method when called, otherwise a value known only at run time."""
 
-    def __init__(self, obj, attr: str):
+    def __init__(self, obj: Value, attr: str) -> None:
         self.obj, self.attr = obj, attr
 
 
 class Config:
     """config.json with attribute access, the way a transformers PretrainedConfig reads."""
 
-    def __init__(self, data: dict):
+    def __init__(self, data: dict[str, Value]) -> None:
         self.data = data
 
-    def get(self, key):
+    def get(self, key: str) -> Value:
         if key in self.data:
             value = self.data[key]
             return Config(value) if isinstance(value, dict) else value
         return UNKNOWN
 
-    def has(self, key) -> bool:
+    def has(self, key: Value) -> bool:
         return key in self.data
 
 
@@ -64,11 +80,11 @@ class ParamsDict:
     """`params_dict`: the registered parameter names, or None when unknown (every lookup succeeds, unless
     a module tree read from the model file's `__init__`s says the name's module does not exist)."""
 
-    def __init__(self, names, tree=None):
+    def __init__(self, names: set[str] | None, tree: ModuleTree | None = None) -> None:
         self.names = names
         self.tree = tree
 
-    def has(self, key) -> bool:
+    def has(self, key: Value) -> bool:
         if self.names is None:
             return self.tree is None or not isinstance(key, str) or self.tree.may_hold(key)
         return key in self.names
@@ -78,7 +94,7 @@ class ParamsDict:
 class Function:
     """A function or method of the repository, interpreted when called."""
 
-    module: object
+    module: Module
     node: ast.FunctionDef
     cls: str | None
 
@@ -87,28 +103,28 @@ class Function:
 class Trace:
     """What happened to one name: renames, lookups, the decisive line."""
 
-    target: object = None
+    target: Value = None
     status: str = "skipped"
-    rewrites: list = field(default_factory=list)
+    rewrites: list[tuple[int, str, str]] = field(default_factory=list)
     line: int | None = None
     looked_up: bool = False
-    missing: tuple | None = None
+    missing: tuple[str, int] | None = None
     raised: int | None = None
     skip_line: int | None = None
 
-    def rename(self, line, old, new):
+    def rename(self, line: int, old: Value, new: Value) -> None:
         if isinstance(old, str) and isinstance(new, str):
             self.rewrites.append((line, old, new))
         self.target = new
 
-    def lookup(self, key, line):
+    def lookup(self, key: Value, line: int) -> None:
         self.looked_up, self.target, self.line = True, key, line
 
-    def membership(self, key, present: bool, line: int):
+    def membership(self, key: Value, present: bool, line: int) -> None:
         if not present and isinstance(key, str):
             self.missing = (key, line)
 
-    def finish(self):
+    def finish(self) -> None:
         if self.looked_up:
             self.status = "loaded"
         elif self.missing is not None:
@@ -122,14 +138,14 @@ class Trace:
 
 
 def expert_params_mapping(
-    ckpt_gate_proj_name="gate_proj",
-    ckpt_down_proj_name="down_proj",
-    ckpt_up_proj_name="up_proj",
-    num_experts=0,
-    num_redundant_experts=0,
-    routed_experts_prefix="",
-    **_,
-):
+    ckpt_gate_proj_name: Value = "gate_proj",
+    ckpt_down_proj_name: Value = "down_proj",
+    ckpt_up_proj_name: Value = "up_proj",
+    num_experts: Value = 0,
+    num_redundant_experts: Value = 0,
+    routed_experts_prefix: Value = "",
+    **_: Value,
+) -> list[tuple[str, str, int, str]] | Unknown:
     """FusedMoE.make_expert_params_mapping as sglang and vLLM build it: (param, weight, expert, shard)."""
     if not isinstance(num_experts, int):
         return UNKNOWN
@@ -157,7 +173,7 @@ class Instance:
     """An object of a repository class built in the loader (a config dataclass): its keyword arguments."""
 
     cls: str
-    kwargs: dict
+    kwargs: Env
 
 
 @dataclass
@@ -167,7 +183,7 @@ class ClassRef:
     name: str
 
 
-def match_pattern(pattern, subject) -> dict | None:
+def match_pattern(pattern: ast.pattern, subject: Value) -> Env | None:
     """Bindings when `pattern` matches `subject` (class patterns with keywords, `_`, names), else None."""
     if isinstance(pattern, ast.MatchAs):
         if pattern.pattern is not None:
@@ -178,7 +194,7 @@ def match_pattern(pattern, subject) -> dict | None:
         name = pattern.cls.id if isinstance(pattern.cls, ast.Name) else getattr(pattern.cls, "attr", "")
         if name != subject.cls or pattern.patterns:
             return None
-        bound: dict = {}
+        bound: Env = {}
         for key, sub in zip(pattern.kwd_attrs, pattern.kwd_patterns, strict=True):
             inner = match_pattern(sub, subject.kwargs.get(key, UNKNOWN))
             if inner is None:
