@@ -1,4 +1,5 @@
-"""The compile cache, inside the sandbox (stdlib only, any python3 >= 3.8; compile_worker.py drives it).
+"""The compile cache, inside the sandbox (stdlib only, any python3 >= 3.8; compile_worker.py drives it,
+compile_deps.py beside it knows what a compile read).
 
 A compile (`... -c SRC -o OBJ`) is looked up by the sha256 of its preprocessed output (`-E`, same flags)
 plus its flags (the object path left out) and the compiler binary: identical preprocessed input reuses
@@ -11,6 +12,8 @@ added higher up in an included header: without debug info the object does not de
 Anything the cache cannot reason about runs as is.
 """
 
+from __future__ import annotations
+
 import contextlib
 import hashlib
 import json
@@ -22,24 +25,32 @@ import signal
 import subprocess
 import tempfile
 import time
+from typing import TYPE_CHECKING
+
+from sandboxes.compile_deps import (
+    atomic_write,
+    compiler_identity,
+    depfile_deps,
+    direct,
+    file_digest,
+    preprocessed_deps,
+    read_text,
+    remember,
+)
+
+if TYPE_CHECKING:
+    from sandboxes.compile_deps import Result
+
+__all__ = ["cached_compile", "file_digest", "index_compile", "preprocessed_deps", "run_argv", "split_compile"]
 
 _LINE_MARKER = re.compile(rb"^\s*#\s*(?:line\s+)?\d+[^\n]*\n", re.MULTILINE)
-_MARKER_FILE = re.compile(rb'^\s*#\s*(?:line\s+)?\d+\s+"((?:[^"\\]|\\.)*)"', re.MULTILINE)
-MANIFEST_ENTRIES = 8
 _DEBUG = re.compile(r"^-g(\d|gdb|dwarf|line|column|$)")
 # flags whose output a cached entry could not reproduce (dependency files, temps, other outputs)
 _UNCACHEABLE = ("-M", "-E", "-S", "-save-temps", "--save-temps", "-fsyntax-only", "-###", "-v", "--version")
 OUTPUT_CAP = 2_000_000
 
 
-def _atomic_write(path, data):
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
-
-
-def run_argv(argv, cwd, timeout, env=None):
+def run_argv(argv: list[str], cwd: str, timeout: float | None, env: dict[str, str] | None = None) -> Result:
     """Run argv in its own process group; the group is killed on timeout. Returns a result dict."""
     started = time.monotonic()
     try:
@@ -78,7 +89,7 @@ def run_argv(argv, cwd, timeout, env=None):
     }
 
 
-def split_compile(argv):
+def split_compile(argv: list[str]) -> tuple[list[str], list[str], str] | None:
     """(key argv, preprocess argv, object path) of a plain one-source compile, else None."""
     if "-c" not in argv or argv.count("-o") != 1 or any(a.startswith("@") for a in argv[1:]):
         return None
@@ -92,42 +103,25 @@ def split_compile(argv):
     return rest, [a for a in rest if a != "-c"] + ["-E"], obj
 
 
-def compiler_identity(name):
-    """Where the compiler binary is and which build of it (path, size, mtime)."""
-    path = shutil.which(name) or name
-    try:
-        st = os.stat(path)
-        return f"{os.path.realpath(path)}:{st.st_size}:{int(st.st_mtime)}"
-    except OSError:
-        return path
-
-
-def _keys(argv, preprocessed):
+def _keys(argv: list[str], preprocessed: bytes) -> tuple[str, str]:
     head = json.dumps([compiler_identity(argv[0]), argv[1:]]).encode()
     exact = hashlib.sha256(head + b"\0" + preprocessed).hexdigest()
     loose = hashlib.sha256(head + b"\0" + _LINE_MARKER.sub(b"", preprocessed)).hexdigest()
     return exact, loose
 
 
-def _lookup(cache, exact, loose):
-    for name in (exact, _read(os.path.join(cache, "l", loose))):
+def _lookup(cache: str, exact: str, loose: str) -> tuple[Result | None, str | None, str]:
+    for name in (exact, read_text(os.path.join(cache, "l", loose))):
         if not name:
             continue
-        meta = _read(os.path.join(cache, "e", name + ".json"))
+        meta = read_text(os.path.join(cache, "e", name + ".json"))
         if meta:
-            return json.loads(meta), name, "exact" if name == exact else "line markers only"
+            found: Result = json.loads(meta)
+            return found, name, "exact" if name == exact else "line markers only"
     return None, None, ""
 
 
-def _read(path):
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.read()
-    except OSError:
-        return ""
-
-
-def _store(cache, exact, loose, argv, result, obj):
+def _store(cache: str, exact: str, loose: str | None, argv: list[str], result: Result, obj: str) -> None:
     os.makedirs(os.path.join(cache, "e"), exist_ok=True)
     os.makedirs(os.path.join(cache, "l"), exist_ok=True)
     if result["returncode"] == 0:
@@ -137,67 +131,21 @@ def _store(cache, exact, loose, argv, result, obj):
         except OSError:
             return  # no object to keep: do not remember a success we cannot reproduce
     meta = {k: result[k] for k in ("returncode", "stdout", "stderr")}
-    _atomic_write(os.path.join(cache, "e", exact + ".json"), json.dumps(meta).encode())
+    atomic_write(os.path.join(cache, "e", exact + ".json"), json.dumps(meta).encode())
     clean = result["returncode"] == 0 and not (result["stdout"] or result["stderr"]).strip()
     if loose and clean and not any(_DEBUG.match(a) for a in argv[1:]):
-        _atomic_write(os.path.join(cache, "l", loose), exact.encode())
+        atomic_write(os.path.join(cache, "l", loose), exact.encode())
 
 
-def file_digest(path, cwd):
-    """What a dependency is now: its content hash inside the work tree (patches land there), else size
-    and mtime (system headers do not change during a run)."""
-    full = path if os.path.isabs(path) else os.path.join(cwd, path)
-    try:
-        if os.path.realpath(full).startswith(os.path.realpath(cwd) + os.sep):
-            with open(full, "rb") as fh:
-                return hashlib.sha256(fh.read()).hexdigest()
-        st = os.stat(full)
-        return f"{st.st_size}:{st.st_mtime_ns}"
-    except OSError:
-        return "missing"
-
-
-def preprocessed_deps(preprocessed, cwd):
-    """Every file the preprocessor read, from its line markers, with its digest."""
-    names = {m.group(1).decode("utf-8", "replace") for m in _MARKER_FILE.finditer(preprocessed)}
-    return sorted([n, file_digest(n, cwd)] for n in names if not n.startswith("<"))
-
-
-def _manifest_path(cache, key_argv, cwd):
-    name = hashlib.sha256(
-        json.dumps([compiler_identity(key_argv[0]), key_argv[1:], cwd]).encode()
-    ).hexdigest()
-    return os.path.join(cache, "m", name + ".json")
-
-
-def _direct(cache, key_argv, cwd):
-    """The stored compile whose recorded inputs all still read the same (no preprocessor run), else None."""
-    text = _read(_manifest_path(cache, key_argv, cwd))
-    for entry in json.loads(text) if text else []:
-        if all(file_digest(name, cwd) == digest for name, digest in entry["deps"]):
-            meta = _read(os.path.join(cache, "e", entry["exact"] + ".json"))
-            if meta:
-                return json.loads(meta), entry["exact"]
-    return None, None
-
-
-def _remember(cache, key_argv, cwd, deps, exact):
-    """Record which files this compile read, so the next identical one skips the preprocessor."""
-    os.makedirs(os.path.join(cache, "m"), exist_ok=True)
-    path = _manifest_path(cache, key_argv, cwd)
-    text = _read(path)
-    entries = [e for e in (json.loads(text) if text else []) if e["exact"] != exact]
-    entries.insert(0, {"deps": deps, "exact": exact})
-    _atomic_write(path, json.dumps(entries[:MANIFEST_ENTRIES]).encode())
-
-
-def _note(cache, how, argv):
+def _note(cache: str, how: str, argv: list[str]) -> None:
     """One line per cached compile in CACHE/ledger (hit kind or miss, the command): what a build reused."""
     with open(os.path.join(cache, "ledger"), "a", encoding="utf-8") as fh:
         fh.write(f"{how or 'miss'}\t{shlex.join(argv)}\n")
 
 
-def _reuse(cache, meta, name, how, obj_path, argv, started):
+def _reuse(
+    cache: str, meta: Result, name: str, how: str, obj_path: str, argv: list[str], started: float
+) -> Result:
     """A stored compile's answer, its object copied where this compile writes its own."""
     if meta["returncode"] == 0:
         os.makedirs(os.path.dirname(obj_path) or ".", exist_ok=True)
@@ -206,21 +154,23 @@ def _reuse(cache, meta, name, how, obj_path, argv, started):
     return {**meta, "duration_s": time.monotonic() - started, "timed_out": False, "cached": how}
 
 
-def _depfile_deps(path, cwd):
-    """The dependencies a `-MD -MF` file lists (the object's rule), with their digests."""
-    text = _read(path).replace("\\\n", " ")
-    names = re.split(r"(?<!\\)\s+", text.split(":", 1)[1].strip()) if ":" in text else []
-    return sorted([n.replace("\\ ", " "), file_digest(n.replace("\\ ", " "), cwd)] for n in set(names) if n)
-
-
-def _depend_compile(argv, key_argv, cwd, cache, timeout, env, obj_path, started):
+def _depend_compile(
+    argv: list[str],
+    key_argv: list[str],
+    cwd: str,
+    cache: str,
+    timeout: float | None,
+    env: dict[str, str] | None,
+    obj_path: str,
+    started: float,
+) -> Result:
     """A first compile in a build: no preprocessor pass; the compiler lists what it read (-MD), which is
     what the next identical compile is found by (ccache's depend mode). No line-marker-only reuse."""
     fd, depfile = tempfile.mkstemp(prefix="rocport-", suffix=".d")
     os.close(fd)
     try:
         result = run_argv([*argv, "-MD", "-MF", depfile], cwd, timeout, env)
-        deps = _depfile_deps(depfile, cwd)
+        deps = depfile_deps(depfile, cwd)
     finally:
         # a failed compile takes its outputs with it, the -MF file too (clang deletes them on error)
         with contextlib.suppress(FileNotFoundError):
@@ -229,18 +179,20 @@ def _depend_compile(argv, key_argv, cwd, cache, timeout, env, obj_path, started)
         head = json.dumps([compiler_identity(key_argv[0]), key_argv[1:], deps]).encode()
         key = "d" + hashlib.sha256(head).hexdigest()[1:]
         _store(cache, key, None, key_argv, result, obj_path)
-        if _read(os.path.join(cache, "e", key + ".json")):
-            _remember(cache, key_argv, cwd, deps, key)
+        if read_text(os.path.join(cache, "e", key + ".json")):
+            remember(cache, key_argv, cwd, deps, key)
     _note(cache, "", argv)
     result["duration_s"] = time.monotonic() - started
     return {**result, "cached": ""}
 
 
-def index_compile(argv, cwd, cache, timeout, env=None):
+def index_compile(
+    argv: list[str], cwd: str, cache: str, timeout: float | None, env: dict[str, str] | None = None
+) -> Result:
     """Give a depend-mode build's stored clean compile of this command a preprocessed key too, so it is
     still found once a patch only moves line markers in its input (a macro added to a header it includes).
     Compiles nothing, runs one `-E` at most; asked before a header patch for the header's includers."""
-    result = {
+    result: Result = {
         "returncode": 0,
         "stdout": "",
         "stderr": "",
@@ -252,21 +204,30 @@ def index_compile(argv, cwd, cache, timeout, env=None):
     if parts is None or not cache:
         return result
     key_argv, pre_argv, _ = parts
-    meta, name = _direct(cache, key_argv, cwd)
+    meta, name = direct(cache, key_argv, cwd)
+    if meta is None or name is None:
+        return result  # nothing stored
     marker = os.path.join(cache, "e", f"{name}.indexed")
-    clean = meta is not None and meta["returncode"] == 0 and not (meta["stdout"] or meta["stderr"]).strip()
+    clean = meta["returncode"] == 0 and not (meta["stdout"] or meta["stderr"]).strip()
     if not clean or not name.startswith("d") or os.path.exists(marker) or any(_DEBUG.match(a) for a in argv):
         return result  # nothing stored, a failure or messages to reproduce, or already keyed by its input
     pre = run_argv(pre_argv, cwd, timeout, env)
     if pre["returncode"] == 0:
         loose = _keys(key_argv, pre["_raw_stdout"])[1]
-        _atomic_write(os.path.join(cache, "l", loose), name.encode())
-        _atomic_write(marker, loose.encode())
+        atomic_write(os.path.join(cache, "l", loose), name.encode())
+        atomic_write(marker, loose.encode())
     result["duration_s"] = pre["duration_s"]
     return result
 
 
-def cached_compile(argv, cwd, cache, timeout, env=None, depend=False):
+def cached_compile(
+    argv: list[str],
+    cwd: str,
+    cache: str,
+    timeout: float | None,
+    env: dict[str, str] | None = None,
+    depend: bool = False,
+) -> Result:
     """Compile through the cache: a result dict with `cached` ('', 'direct', 'exact' or 'line markers
     only'). `depend`: a miss compiles at once and records its -MD dependencies (builds), instead of
     keying it by its preprocessed input first (unit checks, whose reuse across patches needs that key)."""
@@ -276,8 +237,8 @@ def cached_compile(argv, cwd, cache, timeout, env=None, depend=False):
     key_argv, pre_argv, obj = parts
     started = time.monotonic()
     obj_path = obj if os.path.isabs(obj) else os.path.join(cwd, obj)
-    meta, name = _direct(cache, key_argv, cwd)
-    if meta is not None:
+    meta, name = direct(cache, key_argv, cwd)
+    if meta is not None and name is not None:
         return _reuse(cache, meta, name, "direct", obj_path, argv, started)
     if depend:
         return _depend_compile(argv, key_argv, cwd, cache, timeout, env, obj_path, started)
@@ -286,14 +247,14 @@ def cached_compile(argv, cwd, cache, timeout, env=None, depend=False):
         return {**run_argv(argv, cwd, timeout, env), "cached": ""}
     exact, loose = _keys(key_argv, pre["_raw_stdout"])
     meta, name, how = _lookup(cache, exact, loose)
-    if meta is not None:
-        _remember(cache, key_argv, cwd, preprocessed_deps(pre["_raw_stdout"], cwd), name)
+    if meta is not None and name is not None:
+        remember(cache, key_argv, cwd, preprocessed_deps(pre["_raw_stdout"], cwd), name)
         return _reuse(cache, meta, name, how, obj_path, argv, started)
     result = run_argv(argv, cwd, timeout, env)
     if not result["timed_out"]:
         _store(cache, exact, loose, key_argv, result, obj_path)
-        if _read(os.path.join(cache, "e", exact + ".json")):
-            _remember(cache, key_argv, cwd, preprocessed_deps(pre["_raw_stdout"], cwd), exact)
+        if read_text(os.path.join(cache, "e", exact + ".json")):
+            remember(cache, key_argv, cwd, preprocessed_deps(pre["_raw_stdout"], cwd), exact)
         _note(cache, "", argv)
     result["duration_s"] = time.monotonic() - started
     return {**result, "cached": ""}

@@ -28,7 +28,8 @@ from typing import Any
 from sandboxes.base import CommandResult, Sandbox, SandboxError, Service
 
 WORKER = Path(__file__).with_name("compile_worker.py")
-CACHE = Path(__file__).with_name("compile_cache.py")
+SHIPPED = ("compile_cache.py", "compile_deps.py")
+"""What the worker imports, copied to SPOOL/sandboxes/ (its own package there, shadowing any other)."""
 SHIMMED = ("hipcc", "nvcc")
 """Compilers a build finds on PATH through the cache (others, and links, run as they are)."""
 POLL_S = 0.02
@@ -67,7 +68,10 @@ class CompileService:
         spool = Path(logdir) / f".compile-{uuid.uuid4().hex[:8]}"
         (spool / "bin").mkdir(parents=True)
         shutil.copyfile(WORKER, spool / "compile_worker.py")
-        shutil.copyfile(CACHE, spool / "compile_cache.py")
+        (spool / "sandboxes").mkdir()
+        (spool / "sandboxes" / "__init__.py").write_text("")
+        for name in SHIPPED:
+            shutil.copyfile(WORKER.with_name(name), spool / "sandboxes" / name)
         for name in SHIMMED:
             shim = spool / "bin" / name
             shim.write_text(

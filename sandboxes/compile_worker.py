@@ -3,8 +3,11 @@
     python3 compile_worker.py serve SPOOL            # answer requests written to SPOOL/req
     python3 compile_worker.py shim NAME ARGS...      # stand in for NAME on PATH (a build's hipcc)
 
-Both go through compile_cache.py (copied beside this file): see there how a compile is looked up.
+Both go through compile_cache.py (copied with compile_deps.py into `sandboxes/` beside this file, the
+package the host knows them by): see there how a compile is looked up.
 """
+
+from __future__ import annotations
 
 import json
 import os
@@ -14,15 +17,21 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # compile_cache.py, copied beside this file
+# sandboxes/compile_cache.py and compile_deps.py, copied beside this file (the host's package shadowed)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from compile_cache import _atomic_write, _read, cached_compile, index_compile, run_argv, split_compile
+from sandboxes.compile_cache import cached_compile, index_compile, run_argv, split_compile
+from sandboxes.compile_deps import atomic_write, read_text
+
+if TYPE_CHECKING:
+    from sandboxes.compile_deps import Result
 
 _SHELL = set("|&;<>()$`\\\"'*?[]#~=%!{}")
 
 
-def plain_argv(cmd):
+def plain_argv(cmd: str) -> list[str] | None:
     """The argv of a shell command with no shell syntax in it, else None (it runs through bash)."""
     try:
         argv = shlex.split(cmd)
@@ -33,7 +42,7 @@ def plain_argv(cmd):
     return argv
 
 
-def handle(request, cache):
+def handle(request: dict[str, Any], cache: str) -> Result:
     """One request: {cmd, cwd, env, timeout, cache, mode} -> a result dict (no raw bytes). mode: "" (key
     by preprocessed input), "depend" (compile at once, as a build), "index" (key a build's compile)."""
     env = {**os.environ, **(request.get("env") or {})}
@@ -51,18 +60,18 @@ def handle(request, cache):
     return result
 
 
-def serve(spool):
+def serve(spool: str) -> None:
     """Answer requests (SPOOL/req/ID.json -> SPOOL/res/ID.json) in parallel, up to the cores."""
     req, res, cache = (os.path.join(spool, d) for d in ("req", "res", "cache"))
     for d in (req, res, cache):
         os.makedirs(d, exist_ok=True)
-    taken = set()
+    taken: set[str] = set()
     lock = threading.Lock()
 
-    def work(name):
+    def work(name: str) -> None:
         path = os.path.join(req, name)
         try:
-            request = json.loads(_read(path))
+            request = json.loads(read_text(path))
             result = handle(request, cache)
         except Exception as exc:  # noqa: BLE001 - a bad request is an answer, never the end of the service
             result = {
@@ -73,12 +82,12 @@ def serve(spool):
                 "timed_out": False,
                 "cached": "",
             }
-        _atomic_write(os.path.join(res, name), json.dumps(result).encode())
+        atomic_write(os.path.join(res, name), json.dumps(result).encode())
         os.unlink(path)
         with lock:
             taken.discard(name)
 
-    _atomic_write(os.path.join(spool, "ready"), str(os.getpid()).encode())
+    atomic_write(os.path.join(spool, "ready"), str(os.getpid()).encode())
     # Started by its owner directly (exec): a new parent means the owner died without closing us
     # (kill -9, a crash), and nobody will ask again. In a container the container's end does this.
     owner = os.getppid()
@@ -95,7 +104,7 @@ def serve(spool):
             time.sleep(idle)
 
 
-def shim(name, args):
+def shim(name: str, args: list[str]) -> int:
     """Stand in for compiler NAME (found on PATH after this shim's folder) with the cache around it."""
     here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin")
     path = os.pathsep.join(
@@ -113,7 +122,8 @@ def shim(name, args):
     result = cached_compile([real, *args], os.getcwd(), cache, timeout=None, depend=True)
     sys.stdout.write(result["stdout"])
     sys.stderr.write(result["stderr"])
-    return result["returncode"]
+    returncode: int = result["returncode"]
+    return returncode
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from pathlib import Path
 
-from sandboxes.compile_cache import file_digest, preprocessed_deps
+from sandboxes.compile_deps import file_digest, preprocessed_deps
 
 ENTRIES = 64
 """Streams kept per process (a stream is megabytes at most; a wave touches a few files)."""

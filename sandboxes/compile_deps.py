@@ -1,0 +1,110 @@
+"""What a compile read, for the compile cache (stdlib only, any python3 >= 3.8: it runs in the sandbox).
+
+A compile is found again without running its preprocessor when every file it read still reads the same
+(ccache's direct mode): the files come from the preprocessed output's line markers or from the compiler's
+own `-MD` dependency file, each with a digest (`file_digest`). Per compile command a manifest keeps the
+last few such dependency lists with the stored compile each one led to.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    Result: TypeAlias = dict[str, Any]
+    """A compile's answer as the worker writes it: returncode, stdout, stderr, duration_s, timed_out,
+    cached (JSON across the spool; `_raw_stdout` bytes too while inside the sandbox)."""
+
+_MARKER_FILE = re.compile(rb'^\s*#\s*(?:line\s+)?\d+\s+"((?:[^"\\]|\\.)*)"', re.MULTILINE)
+MANIFEST_ENTRIES = 8
+
+
+def atomic_write(path: str, data: bytes) -> None:
+    """Write `data` to `path` so that a reader sees the old file or the whole new one."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, path)
+
+
+def read_text(path: str) -> str:
+    """The file's text, "" when it cannot be read (not there yet)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError:
+        return ""
+
+
+def compiler_identity(name: str) -> str:
+    """Where the compiler binary is and which build of it (path, size, mtime)."""
+    path = shutil.which(name) or name
+    try:
+        st = os.stat(path)
+        return f"{os.path.realpath(path)}:{st.st_size}:{int(st.st_mtime)}"
+    except OSError:
+        return path
+
+
+def file_digest(path: str, cwd: str) -> str:
+    """What a dependency is now: its content hash inside the work tree (patches land there), else size
+    and mtime (system headers do not change during a run)."""
+    full = path if os.path.isabs(path) else os.path.join(cwd, path)
+    try:
+        if os.path.realpath(full).startswith(os.path.realpath(cwd) + os.sep):
+            with open(full, "rb") as fh:
+                return hashlib.sha256(fh.read()).hexdigest()
+        st = os.stat(full)
+        return f"{st.st_size}:{st.st_mtime_ns}"
+    except OSError:
+        return "missing"
+
+
+def preprocessed_deps(preprocessed: bytes, cwd: str) -> list[list[str]]:
+    """Every file the preprocessor read, from its line markers, with its digest."""
+    names = {m.group(1).decode("utf-8", "replace") for m in _MARKER_FILE.finditer(preprocessed)}
+    return sorted([n, file_digest(n, cwd)] for n in names if not n.startswith("<"))
+
+
+def depfile_deps(path: str, cwd: str) -> list[list[str]]:
+    """The dependencies a `-MD -MF` file lists (the object's rule), with their digests."""
+    text = read_text(path).replace("\\\n", " ")
+    names = re.split(r"(?<!\\)\s+", text.split(":", 1)[1].strip()) if ":" in text else []
+    return sorted([n.replace("\\ ", " "), file_digest(n.replace("\\ ", " "), cwd)] for n in set(names) if n)
+
+
+def _manifest_path(cache: str, key_argv: list[str], cwd: str) -> str:
+    name = hashlib.sha256(
+        json.dumps([compiler_identity(key_argv[0]), key_argv[1:], cwd]).encode()
+    ).hexdigest()
+    return os.path.join(cache, "m", name + ".json")
+
+
+def direct(cache: str, key_argv: list[str], cwd: str) -> tuple[Result | None, str | None]:
+    """The stored compile whose recorded inputs all still read the same (no preprocessor run), else None."""
+    text = read_text(_manifest_path(cache, key_argv, cwd))
+    for entry in json.loads(text) if text else []:
+        if all(file_digest(name, cwd) == digest for name, digest in entry["deps"]):
+            meta = read_text(os.path.join(cache, "e", entry["exact"] + ".json"))
+            if meta:
+                found: Result = json.loads(meta)
+                return found, entry["exact"]
+    return None, None
+
+
+def remember(cache: str, key_argv: list[str], cwd: str, deps: list[list[str]], exact: str) -> None:
+    """Record which files this compile read, so the next identical one skips the preprocessor."""
+    os.makedirs(os.path.join(cache, "m"), exist_ok=True)
+    path = _manifest_path(cache, key_argv, cwd)
+    text = read_text(path)
+    entries = [e for e in (json.loads(text) if text else []) if e["exact"] != exact]
+    entries.insert(0, {"deps": deps, "exact": exact})
+    atomic_write(path, json.dumps(entries[:MANIFEST_ENTRIES]).encode())
