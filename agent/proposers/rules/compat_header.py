@@ -176,8 +176,8 @@ def plan_compat(
     if not missing and not with_warp_size:
         return rel, None
     body = block(missing, old or "", with_warp_size)
-    if rel is None:
-        return compat_location(ws, file), (None, NEW_HEADER.format(body=body))
+    if rel is None or old is None:  # none yet (or it went unreadable): a new header
+        return rel or compat_location(ws, file), (None, NEW_HEADER.format(body=body))
     return rel, (old, insert_block(old, body))
 
 
@@ -189,7 +189,8 @@ def already_included(ws: Workspace, file: str, compat: str) -> bool:
 def includes_transitively(ws: Workspace, file: str, header: str) -> bool:
     """True when `file` #includes `header` directly or through the repo's other headers."""
     graph = include_graph(ws.root)
-    seen, todo = set(), [file]
+    seen: set[str] = set()
+    todo = [file]
     while todo:
         for dep in graph.get(todo.pop(), set()) - seen:
             seen.add(dep)

@@ -52,7 +52,7 @@ class CoopGroupsReduceFixer:
     """`cg::reduce` / `cg::greater` & co missing on ROCm -> a tile reduction in the compat header."""
 
     family = "coop_groups"
-    kinds = ("compile_error",)
+    kinds: tuple[str, ...] = ("compile_error",)
 
     def propose(self, failure: Failure, ws: Workspace) -> Proposal | None:
         if not _MISSING.search(failure.message or ""):

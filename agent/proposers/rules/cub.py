@@ -61,7 +61,7 @@ class CubFixer:
     """cub includes -> hipcub + `namespace cub = hipcub;` under USE_ROCM."""
 
     family = "cub"
-    kinds = ("cub",)
+    kinds: tuple[str, ...] = ("cub",)
 
     def propose(self, failure: Failure, ws: Workspace) -> Proposal | None:
         member = _CUB_MEMBER.search(failure.message or "")
@@ -94,7 +94,7 @@ class CudaStdFixer:
     """Host-compatible cuda/std headers -> <type_traits> & co plus a cuda::std alias under USE_ROCM."""
 
     family = "cuda_std"
-    kinds = ("cuda_std",)
+    kinds: tuple[str, ...] = ("cuda_std",)
 
     def propose(self, failure: Failure, ws: Workspace) -> Proposal | None:
         header = (failure.symbol or "").strip()

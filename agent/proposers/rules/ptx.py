@@ -66,14 +66,15 @@ class InlinePtxDecliner:
     """Says why inline PTX is left to a human or the LLM."""
 
     family = "ptx"
-    kinds = ("inline_ptx",)
+    kinds: tuple[str, ...] = ("inline_ptx",)
 
     def propose(self, failure: Failure, ws: Workspace) -> Proposal | None:
-        source = ws.read(failure.file) if failure.file else None
-        if source is not None:
+        rel = failure.file
+        source = ws.read(rel) if rel else None
+        if rel and source is not None:
             new, done = rewrite_known_ptx(source)
             if done:
-                edits = _with_helpers(ws, failure.file, source, new)
+                edits = _with_helpers(ws, rel, source, new)
                 return make_proposal(
                     failure,
                     self.family,

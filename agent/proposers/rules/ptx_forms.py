@@ -37,7 +37,9 @@ _LOAD = re.compile(
 
 def _split_top(text: str, sep: str) -> list[str]:
     """Split at `sep` outside strings and brackets."""
-    parts, depth, cur, quote = [], 0, [], False
+    parts: list[str] = []
+    cur: list[str] = []
+    depth, quote = 0, False
     for i, ch in enumerate(text):
         if ch == '"' and (i == 0 or text[i - 1] != "\\"):
             quote = not quote

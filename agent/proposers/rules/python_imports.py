@@ -101,7 +101,7 @@ class CudaOnlyImportFixer:
     """CUDA-only imports -> `if <on CUDA>: try: import ... except ...: None`."""
 
     family = "python_imports"
-    kinds = ("cuda_only_dep",)
+    kinds: tuple[str, ...] = ("cuda_only_dep",)
 
     def propose(self, failure: Failure, ws: Workspace) -> Proposal | None:
         module = (failure.symbol or failure.facts.get("module") or "").split(".")[0]

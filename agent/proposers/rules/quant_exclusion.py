@@ -144,6 +144,8 @@ def through_loader_remap(
     entries its table lacks), and {checkpoint module: registered module}."""
     text, site = loader.text, loader.site
     table = find_loader_table(text, site)
+    if table is None:
+        raise Decline(f"{site.class_name}: its loader has no rename table to send the exclusions through")
     init = _init_of(text, site.class_name)
     if init is None or "quant_config" not in [a.arg for a in init.args.args + init.args.kwonlyargs]:
         raise Decline(f"{site.class_name}.__init__ takes no quant_config: cannot see where layers are built")
@@ -169,6 +171,8 @@ def through_loader_remap(
         raise Decline("no excluded module changes name under the loader remap into a registered module")
     table = find_loader_table(text, site)
     init = _init_of(text, site.class_name)
+    if table is None or init is None:  # the source with the added entries no longer reads as before
+        raise Decline(f"{site.class_name}: its loader table or __init__ is unreadable after adding entries")
     first = _hook_line(init, table)
     rename = f"self.{table.function}" if table.is_method else table.function
     lines = text.splitlines(keepends=True)
@@ -184,7 +188,7 @@ class QuantExclusionFixer:
     """Make quant exclusions written in checkpoint names match the framework's registered modules."""
 
     family = FAMILY
-    kinds = ("quant_exclusion",)
+    kinds: tuple[str, ...] = ("quant_exclusion",)
 
     def propose(self, failure: Failure, ws: Workspace) -> Proposal | None:
         if failure.kind not in self.kinds:

@@ -163,7 +163,8 @@ def _slot_values(intrinsic: str, args: list[str], lanes32: bool) -> dict[str, st
 
 def _source_args(text: str, open_paren: int) -> tuple[list[str], int] | None:
     """The argument texts of the call whose '(' is at `open_paren`, and the offset after its ')'."""
-    depth, start, args = 0, open_paren + 1, []
+    depth, start = 0, open_paren + 1
+    args: list[str] = []
     for i in range(open_paren, len(text)):
         ch = text[i]
         if ch in "([{":

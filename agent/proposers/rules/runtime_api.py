@@ -58,7 +58,7 @@ class RuntimeApiFixer:
     """cuda* runtime names -> hip* through the compat header, for repos that do not hipify at build time."""
 
     family = "runtime_api"
-    kinds = ("stream_api", "cuda_api", "compile_error")
+    kinds: tuple[str, ...] = ("stream_api", "cuda_api", "compile_error")
 
     def propose(self, failure: Failure, ws: Workspace) -> Proposal | None:
         symbol = (failure.symbol or "").strip()
@@ -119,12 +119,17 @@ class GridConstantFixer:
     """`__grid_constant__` kernel parameters on ROCm: the qualifier expands to nothing there."""
 
     family = "grid_constant"
-    kinds = ("compile_error",)
+    kinds: tuple[str, ...] = ("compile_error",)
 
     def propose(self, failure: Failure, ws: Workspace) -> Proposal | None:
         rel = failure.file
         text = ws.read(rel) if rel else None
-        if text is None or not failure.line or "__grid_constant__" not in text.splitlines()[failure.line - 1]:
+        if (
+            not rel
+            or text is None
+            or not failure.line
+            or "__grid_constant__" not in text.splitlines()[failure.line - 1]
+        ):
             return None
         compat = find_compat(ws, rel)
         has = compat is not None and "define __grid_constant__" in (ws.read(compat) or "")

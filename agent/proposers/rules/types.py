@@ -90,7 +90,7 @@ class TypeNameFixer:
     """CUDA bf16/fp16/fp8 type names -> typedefs of the HIP types under USE_ROCM."""
 
     family = "types"
-    kinds = ("bf16_type", "fp16_type", "fp8_type")
+    kinds: tuple[str, ...] = ("bf16_type", "fp16_type", "fp8_type")
 
     def propose(self, failure: Failure, ws: Workspace) -> Proposal | None:
         symbol = (failure.symbol or "").strip()
@@ -110,7 +110,7 @@ class TypeNameFixer:
         text = ws.read(rel)
         if text is None or _declared(text, symbol):
             return None
-        table = {"bf16": BF16, "fp16": FP16, "fp8": FP8}[family]
+        table = {"bf16": list(BF16), "fp16": list(FP16), "fp8": list(FP8)}[family]
         used = [n for n in table if re.search(rf"\b{re.escape(n)}\b", text) and not _declared(text, n)]
         names = used if symbol in used else [symbol, *used]
         new = _insert(text, family, typedef_lines(family, names))

@@ -166,7 +166,7 @@ class WarpIntrinsicFixer:
     """Warp intrinsics -> the compat header's WARP_* / WARP32_* macros."""
 
     family = "warp"
-    kinds = ("warp_intrinsic",)
+    kinds: tuple[str, ...] = ("warp_intrinsic",)
 
     def propose(self, failure: Failure, ws: Workspace) -> Proposal | None:
         symbol = (failure.symbol or "").strip()

@@ -102,8 +102,8 @@ def rewrite(text: str, line_numbers: list[int]) -> tuple[str, list[str]]:
             skipped.append(f"line {n} (not a whole statement)")
     for run in reversed(_copy_runs(list(copies))):
         cuda = [ln if ln.endswith("\n") else ln + "\n" for ln in lines[run[0] : run[-1] + 1]]
-        rocm = [copies[i] for i in run]
-        lines[run[0] : run[-1] + 1] = ["#ifdef USE_ROCM\n", *rocm, "#else\n", *cuda, "#endif\n"]
+        rocm_lines = [copies[i] for i in run]
+        lines[run[0] : run[-1] + 1] = ["#ifdef USE_ROCM\n", *rocm_lines, "#else\n", *cuda, "#endif\n"]
     return "".join(lines), skipped
 
 
@@ -111,7 +111,7 @@ class WarpSizeFixer:
     """Warp-size literals -> WARP_SIZE from the compat header (warpSize-generic kernels only)."""
 
     family = "warp_size"
-    kinds = ("warp_size",)
+    kinds: tuple[str, ...] = ("warp_size",)
 
     def propose(self, failure: Failure, ws: Workspace) -> Proposal | None:
         symbol = (failure.symbol or "").strip()
@@ -141,7 +141,7 @@ class WarpSizeFixer:
             return None
         needed = {"WARP_SIZE"} | ({"WARP_FULL_MASK"} if "WARP_FULL_MASK" in new else set())
         compat, compat_edit = plan_compat(ws, rel, needed)
-        edits: dict[str, tuple[str | None, str]] = {compat: compat_edit} if compat_edit else {}
+        edits: dict[str, tuple[str | None, str]] = {compat: compat_edit} if compat and compat_edit else {}
         if compat and not already_included(ws, rel, compat):
             new = add_include(new, include_spelling(compat, rel))
         edits[rel] = (text, new)

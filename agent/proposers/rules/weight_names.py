@@ -155,7 +155,7 @@ class WeightNameFixer:
     """Remap checkpoint name prefixes to registered parameter names in load_weights."""
 
     family = FAMILY
-    kinds = ("weight_name",)
+    kinds: tuple[str, ...] = ("weight_name",)
 
     def propose(self, failure: Failure, ws: Workspace) -> Proposal | None:
         if failure.kind not in self.kinds:
@@ -189,7 +189,10 @@ class WeightNameFixer:
         """The entries the loader's own table lacks, added to it (None when it lacks none)."""
         if not fix.entries:
             return None
-        new = insert_entries(loader.text, find_loader_table(loader.text, loader.site), fix.entries)
+        table = find_loader_table(loader.text, loader.site)
+        if table is None:
+            return None
+        new = insert_entries(loader.text, table, fix.entries)
         t, p = fix.pattern.checkpoint, fix.pattern.framework
         added = "; ".join(f"({a!r}, {b!r}): {t}{a}.* -> {p}{b}.*" for a, b in fix.entries)
         rationale = (
