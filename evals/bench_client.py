@@ -69,7 +69,8 @@ def start_server(args, port: int, itl_ms: float) -> subprocess.Popen:
         except OSError:
             time.sleep(0.05)
     proc.kill()
-    raise SystemExit(f"bench stream server did not start: {proc.stdout.read().decode()[-500:]}")
+    said = proc.stdout.read().decode() if proc.stdout else ""
+    raise SystemExit(f"bench stream server did not start: {said[-500:]}")
 
 
 def truth(port: int) -> dict:

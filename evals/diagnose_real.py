@@ -64,7 +64,7 @@ class SplitScore:
 def headline(failures: list[Failure]) -> Failure | None:
     """The failure a user reads first: the first specific one, else the first one."""
     specific = [f for f in failures if f.kind not in GENERIC_KINDS]
-    return (specific or failures or [None])[0]
+    return (specific or failures)[0] if failures else None
 
 
 def corpus_logs(split: str, root: Path = CORPUS) -> list[Path]:

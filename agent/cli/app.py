@@ -58,7 +58,7 @@ def run(application: typer.Typer) -> None:
     try:  # typer vendors click (typer._click) since 0.2x; older ones use click itself
         from typer._click import exceptions as cx
     except ImportError:
-        from click import exceptions as cx
+        from click import exceptions as cx  # type: ignore[no-redef]  # the same module, older home
 
     from agent.cli.conventions import apply
 

@@ -168,9 +168,8 @@ def demo(
             )
     try:
         pr = build_pr(view)
-        console.print(
-            f"PR branch {pr.branch}: {len(pr.patches)} patch(es) in {pr.description.parent}", highlight=False
-        )
+        folder = pr.description.parent if pr.description else "the run's pr/ folder"
+        console.print(f"PR branch {pr.branch}: {len(pr.patches)} patch(es) in {folder}", highlight=False)
     except PRError as exc:
         console.print(f"no PR: {exc}", highlight=False)
     console.print(f"report: {view.path / 'report.md'} and {view.path / 'report.html'}", highlight=False)

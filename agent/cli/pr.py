@@ -60,7 +60,7 @@ def pr(
     ),
     repo: str = typer.Option(None, help="OWNER/NAME of the upstream repository (with --open)."),
     base: str = typer.Option("main", help="Branch the pull request targets."),
-    head_owner: str = typer.Option(
+    head_owner: str | None = typer.Option(
         None, help="Owner of the fork holding the branch (default: the OWNER of the --push URL)."
     ),
     api_url: str = typer.Option(None, help="GitHub API base URL (GitHub Enterprise: https://HOST/api/v3)."),

@@ -159,7 +159,11 @@ def weights(
     except (CheckpointError, ProfileError, SandboxError) as exc:
         raise fail(str(exc)) from exc
     report = compare(ckpt, want) if want is not None else None
-    suggestion = _suggest(ckpt, want, model_file) if report is not None and not report.ok else None
+    suggestion = (
+        _suggest(ckpt, want, model_file)
+        if want is not None and report is not None and not report.ok
+        else None
+    )
     if as_json:
         out: dict = {
             "checkpoint": str(ckpt.root),

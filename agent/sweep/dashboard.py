@@ -142,7 +142,7 @@ def dashboard_html(results: list[CellResult], title: str, history_nights: int = 
     points = [
         (_short(r.cell_key), float(r.bench["median_tpot_ms"]), r.output_tok_s)
         for r in results
-        if r.night == latest and r.output_tok_s and (r.bench or {}).get("median_tpot_ms") is not None
+        if r.night == latest and r.output_tok_s and r.bench and r.bench.get("median_tpot_ms") is not None
     ]
     reg_rows = (
         "".join(

@@ -98,8 +98,9 @@ def launch_args(space: TuneSpace, cand: Candidate) -> str:
         parts.append(space.parallel.ep_arg.replace("{ep}", str(cand.split.ep)))
     by_name = {s.name: s for s in space.switches}
     for name, value in cand.values:
-        if by_name[name].arg and value not in OMIT:
-            parts.append(_render(by_name[name].arg, value))
+        arg = by_name[name].arg
+        if arg and value not in OMIT:
+            parts.append(_render(arg, value))
     return " ".join(p for p in parts if p.strip())
 
 

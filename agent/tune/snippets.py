@@ -9,7 +9,7 @@ from agent.tune.candidates import Candidate
 
 def job_snippet(cand: Candidate, extra_args: str) -> str:
     """`serve:` of a rocport job that launches this candidate."""
-    serve = {"tp": cand.split.tp, "dp": cand.split.dp}
+    serve: dict[str, int | str] = {"tp": cand.split.tp, "dp": cand.split.dp}
     if extra_args:
         serve["extra_args"] = extra_args
     return yaml.safe_dump({"serve": serve}, sort_keys=False).strip()

@@ -122,7 +122,8 @@ def score(name: str, repo: Path, unit: str, image: str, arch: str, logs: Path) -
     s.nvcc_after = run(NVCC.format(unit=shlex.quote(unit)), repo).returncode == 0
     after_tokens = cuda_stream(repo, unit)
     s.cuda_identical = isinstance(before_tokens, list) and isinstance(after_tokens, list)
-    if s.cuda_identical and before_tokens != after_tokens:  # a repo helper may spell a mask differently
+    if isinstance(before_tokens, list) and isinstance(after_tokens, list) and before_tokens != after_tokens:
+        # a repo helper may spell a mask differently
         s.cuda_identical = normalize_warp_calls(before_tokens)[0] == normalize_warp_calls(after_tokens)[0]
         s.notes += ["CUDA tokens equal up to equal-valued warp-intrinsic masks/widths"] * s.cuda_identical
     s.formatted, dirty = format_clean(repo, base)

@@ -127,7 +127,8 @@ def write_checkpoint(root: Path, config: dict, tensors: dict, shards: int = 8) -
     weight_map = {}
     for s in range(shards):
         fname = f"model-{s + 1:05d}-of-{shards:05d}.safetensors"
-        header, offset = {"__metadata__": {"format": "pt"}}, 0
+        header: dict[str, dict[str, object]] = {"__metadata__": {"format": "pt"}}
+        offset = 0
         for name in names[s * per : (s + 1) * per]:
             dtype, shape = tensors[name]
             size = _BYTES[dtype]
