@@ -9,6 +9,7 @@ unknown command), every command is loaded, so help lists them all and typos get 
 
 import sys
 from importlib import import_module
+from itertools import pairwise
 from pathlib import Path
 
 from agent.cli.app import app
@@ -35,11 +36,22 @@ COMMAND_MODULES = {
 
 
 def _started_as_command() -> str | None:
-    """The command this process was started to run, when it was started as the CLI; else None."""
-    if Path(sys.argv[0]).name not in ("rocport", "__main__.py", "-c"):
+    """The command this process was started to run, when it was started as the CLI; else None.
+
+    Under `python -m agent.cli`, this package is imported while runpy still looks for its __main__,
+    and sys.argv[0] then reads "-m" (the path of __main__.py comes later)."""
+    if Path(sys.argv[0]).name not in ("rocport", "__main__.py", "-c") and not _run_as_module():
         return None
     command = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
     return command if command in COMMAND_MODULES else None
+
+
+def _run_as_module() -> bool:
+    """Started as `python -m agent.cli` (or `-m agent.cli.__main__`), not another module run with -m."""
+    if sys.argv[0] != "-m":
+        return False
+    argv = sys.orig_argv
+    return any(a == "-m" and b in ("agent.cli", "agent.cli.__main__") for a, b in pairwise(argv))
 
 
 def load_commands(command: str | None) -> None:

@@ -35,6 +35,25 @@ def test_a_command_process_loads_its_own_module_only():
     assert "agent.cli.diagnose" in diagnose and not diagnose & {"docker", "langgraph", "agent.cli.port"}
 
 
+def test_python_dash_m_loads_the_command_module_only_too():
+    """`python -m agent.cli CMD` (how scripts and these tests start rocport) is as lean as `rocport CMD`.
+    -X importtime lists the modules `import` statements load (not import_module's: the command module
+    itself is seen through what it imports)."""
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "agent.cli", "diagnose", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert out.returncode == 0 and "Usage: rocport diagnose" in out.stdout, out.stderr[-2000:]
+    imported = {
+        line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")
+    }
+    assert "tools.diagnose" in imported
+    assert not imported & {"docker", "langgraph", "tools.doctor", "agent.tune.run", "agent.cli.bench_live"}
+
+
 def test_help_and_unknown_commands_still_see_every_command():
     assert {f"agent.cli.{m}" for m in set(agent.cli.COMMAND_MODULES.values())} <= _loaded("--help")
     assert "agent.cli.sweep" in _loaded("nosuchcommand")
