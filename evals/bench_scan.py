@@ -20,6 +20,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from evals.scan_corpus import write_tree
 from tools.scan import scan_report
@@ -33,23 +34,27 @@ GREP_PATTERN = (
 )
 
 
+T = TypeVar("T")
+
+
 def _cpu() -> float:
     """CPU seconds (user + system) of this process and its waited-for children (grep, workers)."""
     own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def best_of(repeat: int, fn: Callable[[], object]) -> tuple[float, object, float]:
-    """Best wall time of `repeat` runs, the last result, and the CPU seconds of the best run.
+def best_of(repeat: int, fn: Callable[[], T]) -> tuple[float, T, float]:
+    """Best wall time of `repeat` (at least one) runs, the last result, and the CPU seconds of the best run.
     CPU time is printed too because on a shared machine wall time mostly measures the neighbours."""
-    best, result, best_cpu = float("inf"), None, 0.0
+    best, best_cpu = float("inf"), 0.0
+    results: list[T] = []
     for _ in range(repeat):
         start, cpu = time.perf_counter(), _cpu()
-        result = fn()
+        results = [fn()]  # the last only: earlier ones are freed as before
         wall = time.perf_counter() - start
         if wall < best:
             best, best_cpu = wall, _cpu() - cpu
-    return best, result, best_cpu
+    return best, results[-1], best_cpu
 
 
 def run_grep(root: Path) -> int:

@@ -45,7 +45,10 @@ def main() -> int:
         return 1
     print(f"port + tune + exhaustive + rerun: {time.monotonic() - t0:.0f} s\n")
     print("\n".join([*comparison_lines(outcome), "", *trial_table(outcome, outcome.search)]))
-    best = outcome.best
+    best, searched, exhaustive = outcome.best, outcome.search, outcome.exhaustive
+    if best is None or searched is None or exhaustive is None:
+        print("the tune kept no best trial, or ran no exhaustive search to compare with", file=sys.stderr)
+        return 1
     again = relaunch(outcome, RunDir(run_id, home).path / "repo")
     print(f"\nchosen: {outcome.chosen_command}")
     print(
@@ -53,9 +56,8 @@ def main() -> int:
         f"{again.output_tok_s:.1f} (repeats {again.repeats}); {again.output_tok_s / best.output_tok_s - 1:+.1%}"
     )
     print(
-        f"same best as exhaustive: {outcome.search.best == outcome.exhaustive.best}; launches "
-        f"{outcome.search.launches} of {outcome.exhaustive.launches} "
-        f"({outcome.search.launches / outcome.exhaustive.launches:.0%})"
+        f"same best as exhaustive: {searched.best == exhaustive.best}; launches "
+        f"{searched.launches} of {exhaustive.launches} ({searched.launches / exhaustive.launches:.0%})"
     )
     print(f"results: {RunDir(run_id, home).path / 'tune'}")
     return 0

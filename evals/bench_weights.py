@@ -14,13 +14,18 @@ import os
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from evals.weights_real.checkpoints import write_checkpoint as write_header_checkpoint
 from tools.weights import compare, derive_remap, load_checkpoint
 
 HIDDEN, MOE_INTER, BLOCK = 7168, 2048, 128
 MAPPINGS = [("gate_up_proj", "gate_proj"), ("gate_up_proj", "up_proj")]
+
+
+T = TypeVar("T")
 
 
 def _layer(prefix: str, experts: int) -> dict[str, tuple[str, list[int]]]:
@@ -100,15 +105,18 @@ def framework_params(tensors: dict, layers: int) -> dict[str, dict]:
     return out
 
 
-def _time(fn, repeat: int) -> tuple[float, float, object]:
-    """Median wall and CPU seconds of `repeat` runs (CPU time is what a busy machine distorts least)."""
-    walls, cpus, result = [], [], None
+def _time(fn: Callable[[], T], repeat: int) -> tuple[float, float, T]:
+    """Median wall and CPU seconds of `repeat` (at least one) runs, the last result (CPU time is what a
+    busy machine distorts least)."""
+    walls: list[float] = []
+    cpus: list[float] = []
+    results: list[T] = []
     for _ in range(repeat):
         wall, cpu = time.perf_counter(), time.process_time()
-        result = fn()
+        results = [fn()]  # the last only: earlier ones are freed as before
         walls.append(time.perf_counter() - wall)
         cpus.append(time.process_time() - cpu)
-    return statistics.median(walls), statistics.median(cpus), result
+    return statistics.median(walls), statistics.median(cpus), results[-1]
 
 
 def _row(what: str, wall: float, cpu: float, note: str) -> None:

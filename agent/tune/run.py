@@ -16,9 +16,10 @@ from agent.loop.store import RunStore
 from agent.profiles import Profile, ProfileError, load_profile
 from agent.tune import candidates, search, trial
 from agent.tune.snippets import job_snippet, profile_snippet
-from agent.tune.spec import TuneJob, TuneSpace
+from agent.tune.spec import MoeTuning, TuneJob, TuneSpace
 from tools.bench import Workload, WorkloadError
 from tools.tune.plot import plot
+from tools.tune.records import Trial
 from tools.tune.render import markdown
 from tools.tune.results import TUNE_DIR, TuneOutcome, parse_reference
 
@@ -65,7 +66,7 @@ def scaled_workload(job: PortJob, tune: TuneJob) -> Workload:
             vocab_size=Workload.vocab_size
         )  # clamped below
         scale = tune.workload_scale
-        vocab = _vocab_size(job.model.path) or base.vocab_size
+        vocab = _vocab_size(_served_path(job)) or base.vocab_size
         return replace(
             base,
             isl=max(2, round(base.isl * scale)),
@@ -79,6 +80,13 @@ def scaled_workload(job: PortJob, tune: TuneJob) -> Workload:
         raise TuneError(f"tune workload: {exc}") from None
 
 
+def _served_path(job: PortJob) -> str:
+    """The model the tune serves: job.model.path, which load_run refuses a run without."""
+    if not job.model.path:
+        raise TuneError("the job has no model.path: tuning needs a model to serve")
+    return job.model.path
+
+
 def _vocab_size(model_path: str) -> int | None:
     config = Path(model_path, "config.json")
     return json.loads(config.read_text()).get("vocab_size") if config.is_file() else None
@@ -90,7 +98,7 @@ def tune_run(
     *,
     exhaustive: bool = False,
     home: Path | None = None,
-    on_trial: Callable[[str, object], None] | None = None,
+    on_trial: Callable[[str, Trial], None] | None = None,
 ) -> TuneOutcome:
     """The whole tune of one run; `on_trial(strategy, trial)` sees each trial as it finishes."""
     rundir, job, profile, space = load_run(run_id, home)
@@ -109,7 +117,7 @@ def tune_run(
         moe = None
         if space.moe_tuning and tune.moe_configs:
             first = candidates.start(space, gpus).split
-            moe = _moe(env, space, job.model.path, first.tp, first.ep)
+            moe = _moe(env, space.moe_tuning, _served_path(job), first.tp, first.ep)
         ctx = _context(env, space, job, tune, out_dir)
 
         def report(strategy: str) -> Callable:
@@ -160,10 +168,10 @@ def write_outcome(outcome: TuneOutcome, out_dir: Path) -> Path:
     return path
 
 
-def _moe(env: RunEnv, space: TuneSpace, model_path: str, tp: int, ep: int) -> dict:
+def _moe(env: RunEnv, spec: MoeTuning, model_path: str, tp: int, ep: int) -> dict:
     from agent.tune.moe import tune_moe_configs
 
-    return tune_moe_configs(env.sandbox(), env.rundir, space.moe_tuning, model_path=model_path, tp=tp, ep=ep)
+    return tune_moe_configs(env.sandbox(), env.rundir, spec, model_path=model_path, tp=tp, ep=ep)
 
 
 def _context(env: RunEnv, space: TuneSpace, job: PortJob, tune: TuneJob, out_dir: Path) -> trial.TrialContext:
@@ -174,7 +182,7 @@ def _context(env: RunEnv, space: TuneSpace, job: PortJob, tune: TuneJob, out_dir
         launch=env.profile.launch,
         space=space,
         base_env=env.profile_env(),
-        model_path=job.model.path,
+        model_path=_served_path(job),
         model_name=job.model.name or "",
         workload=workload,
         max_concurrency=concurrency,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agent.tune.candidates import SPLIT, Candidate, launch_args, launch_env, shell_line
 from agent.tune.measure import Measurement, measure
@@ -19,13 +20,17 @@ from tools.bench import BenchConfigError, Workload
 from tools.serve import ServeError, launch_command, running_server
 from tools.tune.records import Trial
 
+if TYPE_CHECKING:
+    from agent.profiles import LaunchSpec
+    from sandboxes.base import Sandbox
+
 
 @dataclass
 class TrialContext:
     """Everything a launch needs that does not change between candidates."""
 
-    sandbox: object
-    launch: object
+    sandbox: Sandbox
+    launch: LaunchSpec
     """The profile's LaunchSpec."""
     space: TuneSpace
     base_env: dict[str, str]
@@ -113,6 +118,7 @@ def evaluate(ctx: TrialContext, cand: Candidate, incumbent: Trial | None, probe:
                 probe
                 and incumbent
                 and incumbent.probe_tok_s
+                and trial.probe_tok_s is not None
                 and trial.probe_tok_s * (1 + ctx.slack) < incumbent.probe_tok_s
             ):
                 trial.status = "stopped early"
