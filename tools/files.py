@@ -26,9 +26,11 @@ def read_regular(path: str | os.PathLike[str], limit: int | None = None) -> byte
         # whole limit per file, which a tree scan pays hundreds of times.
         want = info.st_size + 1 if limit is None else min(limit, info.st_size + 1)
         parts = [os.read(fd, want)]
-        got = len(parts[0])
-        while parts[-1] and (limit is None or got < limit):
-            parts.append(os.read(fd, 1 << 20 if limit is None else min(1 << 20, limit - got)))
+        got, asked = len(parts[0]), want
+        # A short read of a regular file is its end: asking again would cost a syscall per file.
+        while len(parts[-1]) == asked and (limit is None or got < limit):
+            asked = 1 << 20 if limit is None else min(1 << 20, limit - got)
+            parts.append(os.read(fd, asked))
             got += len(parts[-1])
         return b"".join(parts)
     finally:

@@ -8,8 +8,14 @@
  * character-class test and a Python callback per lexeme; this is about ten times faster, which
  * matters because every scanned C++ file is masked.
  *
+ * `words(text, prefixes)` is the scanner's candidate search: every word (a maximal run of characters
+ * that are alphanumeric or '_', regex \w) beginning with one of the prefixes, mapped to the offsets
+ * where it starts, in one pass. The detectors' own regex passes (five identifier families, four
+ * lane-arithmetic operators, warp-size literals) each walked the whole text; they now look up the
+ * few words they need. Its Python twin is tools.cpp.source.words_with_regex.
+ *
  * Built at install time as an optional extension (setup.py); without a C compiler source.py keeps
- * the regex, with identical output (tests/tools/cpp/test_source_mask.py holds both to that).
+ * the regexes, with identical output (tests/tools/cpp/test_source_mask.py holds both to that).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -186,14 +192,203 @@ static PyObject *mask(PyObject *self, PyObject *arg) {
     return out;
 }
 
+/* Word characters as Python's regex \w and str.isalnum() see them (plus '_'), for code points below
+ * 256; above that Py_UNICODE_ISALNUM is asked. */
+static unsigned char word_table[256];
+
+INLINE int is_word(Py_UCS4 c) { return c < 256 ? word_table[c] : (c == '_' || Py_UNICODE_ISALNUM(c)); }
+
+/* The prefixes as code points, sorted, with every prefix that extends another dropped (a word that
+ * starts with the longer one starts with the shorter): then a word starts with some prefix exactly
+ * when it starts with the greatest prefix not above it, which a binary search finds. */
+typedef struct {
+    Py_ssize_t count;
+    Py_UCS4 **chars;
+    Py_ssize_t *lengths;
+    unsigned char first[256]; /* 1 where some prefix starts with that character (below 256) */
+    int wide_first;           /* some prefix starts with a character >= 256 */
+} Prefixes;
+
+static int compare_codes(const Py_UCS4 *a, Py_ssize_t na, const Py_UCS4 *b, Py_ssize_t nb) {
+    for (Py_ssize_t k = 0; k < na && k < nb; k++)
+        if (a[k] != b[k]) return a[k] < b[k] ? -1 : 1;
+    return na < nb ? -1 : na > nb;
+}
+
+typedef struct {
+    Py_UCS4 *chars;
+    Py_ssize_t length;
+} Code;
+
+static int compare_code(const void *a, const void *b) {
+    const Code *x = a, *y = b;
+    return compare_codes(x->chars, x->length, y->chars, y->length);
+}
+
+static void free_prefixes(Prefixes *p, Code *codes, Py_ssize_t n) {
+    for (Py_ssize_t k = 0; k < n; k++) PyMem_Free(codes[k].chars);
+    PyMem_Free(codes);
+    PyMem_Free(p->chars);
+    PyMem_Free(p->lengths);
+}
+
+/* Fill `p` from a tuple of str; returns the code arrays to free, or NULL with an exception set. */
+static Code *load_prefixes(PyObject *tuple, Prefixes *p, Py_ssize_t *n_codes) {
+    Py_ssize_t n = PyTuple_GET_SIZE(tuple), used = 0;
+    Code *codes = PyMem_Calloc(n ? n : 1, sizeof(Code));
+    p->chars = PyMem_Calloc(n ? n : 1, sizeof(Py_UCS4 *));
+    p->lengths = PyMem_Calloc(n ? n : 1, sizeof(Py_ssize_t));
+    *n_codes = 0;
+    if (codes == NULL || p->chars == NULL || p->lengths == NULL) {
+        free_prefixes(p, codes, 0);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *prefix = PyTuple_GET_ITEM(tuple, k);
+        if (!PyUnicode_Check(prefix)) {
+            free_prefixes(p, codes, used);
+            PyErr_SetString(PyExc_TypeError, "words() prefixes must be str");
+            return NULL;
+        }
+        if (PyUnicode_GET_LENGTH(prefix) == 0) continue;
+        codes[used].chars = PyUnicode_AsUCS4Copy(prefix);
+        if (codes[used].chars == NULL) {
+            free_prefixes(p, codes, used);
+            return NULL;
+        }
+        codes[used++].length = PyUnicode_GET_LENGTH(prefix);
+    }
+    *n_codes = used;
+    qsort(codes, (size_t)used, sizeof(Code), compare_code);
+    p->count = 0;
+    for (Py_ssize_t k = 0; k < used; k++) {
+        if (p->count) {
+            Py_ssize_t last = p->count - 1;
+            if (p->lengths[last] <= codes[k].length &&
+                compare_codes(p->chars[last], p->lengths[last], codes[k].chars, p->lengths[last]) == 0)
+                continue; /* extends the last kept prefix */
+        }
+        p->chars[p->count] = codes[k].chars;
+        p->lengths[p->count++] = codes[k].length;
+        if (codes[k].chars[0] < 256)
+            p->first[codes[k].chars[0]] = 1;
+        else
+            p->wide_first = 1;
+    }
+    return codes;
+}
+
+/* -1, 0 or 1 as text[start:end] sorts before, equal to or after the prefix (code point order). */
+INLINE int compare_word(const Text *t, Py_ssize_t start, Py_ssize_t end, const Py_UCS4 *prefix, Py_ssize_t n) {
+    for (Py_ssize_t k = 0; k < n && start + k < end; k++) {
+        Py_UCS4 c = at(t, start + k);
+        if (c != prefix[k]) return c < prefix[k] ? -1 : 1;
+    }
+    return end - start < n ? -1 : (end - start > n);
+}
+
+/* Whether text[start:end] begins with one of the prefixes. */
+INLINE int has_prefix(const Text *t, Py_ssize_t start, Py_ssize_t end, const Prefixes *p) {
+    Py_ssize_t lo = 0, hi = p->count; /* the greatest prefix <= the word is at lo - 1 */
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (compare_word(t, start, end, p->chars[mid], p->lengths[mid]) >= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0) return 0;
+    Py_ssize_t n = p->lengths[lo - 1];
+    if (n > end - start) return 0;
+    for (Py_ssize_t k = 0; k < n; k++)
+        if (at(t, start + k) != p->chars[lo - 1][k]) return 0;
+    return 1;
+}
+
+/* Add `start` under the word text[start:end] in `found`. Returns -1 on a Python error. */
+static int record(PyObject *text, PyObject *found, Py_ssize_t start, Py_ssize_t end) {
+    PyObject *word = PyUnicode_Substring(text, start, end);
+    if (word == NULL) return -1;
+    PyObject *starts = PyDict_GetItemWithError(found, word);
+    if (starts == NULL) {
+        if (PyErr_Occurred() || (starts = PyList_New(0)) == NULL || PyDict_SetItem(found, word, starts) < 0) {
+            Py_XDECREF(starts);
+            Py_DECREF(word);
+            return -1;
+        }
+        Py_DECREF(starts); /* the dict holds it */
+    }
+    Py_DECREF(word);
+    PyObject *offset = PyLong_FromSsize_t(start);
+    if (offset == NULL) return -1;
+    int failed = PyList_Append(starts, offset);
+    Py_DECREF(offset);
+    return failed;
+}
+
+INLINE int scan_words(const Text *t, PyObject *text, const Prefixes *p, PyObject *found) {
+    Py_ssize_t i = 0;
+    while (i < t->n) {
+        Py_UCS4 c = at(t, i);
+        if (!is_word(c)) {
+            i++;
+            continue;
+        }
+        Py_ssize_t start = i++;
+        while (i < t->n && is_word(at(t, i))) i++;
+        if (c < 256 ? !p->first[c] : !p->wide_first) continue;
+        if (has_prefix(t, start, i, p) && record(text, found, start, i) < 0) return -1;
+    }
+    return 0;
+}
+
+static int words_ucs1(const Text *t, PyObject *text, const Prefixes *p, PyObject *found) {
+    Text fixed = {PyUnicode_1BYTE_KIND, t->data, t->n};
+    return scan_words(&fixed, text, p, found);
+}
+
+static int words_ucs2(const Text *t, PyObject *text, const Prefixes *p, PyObject *found) {
+    Text fixed = {PyUnicode_2BYTE_KIND, t->data, t->n};
+    return scan_words(&fixed, text, p, found);
+}
+
+static int words_ucs4(const Text *t, PyObject *text, const Prefixes *p, PyObject *found) {
+    Text fixed = {PyUnicode_4BYTE_KIND, t->data, t->n};
+    return scan_words(&fixed, text, p, found);
+}
+
+static PyObject *words(PyObject *self, PyObject *args) {
+    PyObject *text, *prefixes;
+    if (!PyArg_ParseTuple(args, "UO!:words", &text, &PyTuple_Type, &prefixes)) return NULL;
+    Prefixes p = {0};
+    Py_ssize_t n_codes;
+    Code *codes = load_prefixes(prefixes, &p, &n_codes);
+    if (codes == NULL) return NULL;
+    PyObject *found = PyDict_New();
+    if (found != NULL) {
+        Text t = {PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text)};
+        int failed = t.kind == PyUnicode_1BYTE_KIND   ? words_ucs1(&t, text, &p, found)
+                     : t.kind == PyUnicode_2BYTE_KIND ? words_ucs2(&t, text, &p, found)
+                                                      : words_ucs4(&t, text, &p, found);
+        if (failed) Py_CLEAR(found);
+    }
+    free_prefixes(&p, codes, n_codes);
+    return found;
+}
+
 static PyMethodDef methods[] = {
     {"mask", mask, METH_O, "The text with comments and literals blanked to spaces, newlines kept."},
+    {"words", words, METH_VARARGS, "Every word starting with one of the prefixes -> its start offsets."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_lexmask", "Comment and literal masking in C (see tools.cpp.source).", -1,
+    PyModuleDef_HEAD_INIT, "_lexmask", "Comment and literal masking and the word search in C (see tools.cpp.source).", -1,
     methods,
 };
 
-PyMODINIT_FUNC PyInit__lexmask(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__lexmask(void) {
+    for (Py_UCS4 c = 0; c < 256; c++) word_table[c] = c == '_' || Py_UNICODE_ISALNUM(c);
+    return PyModule_Create(&module);
+}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 # Unrolled loops ("[^"\\]*(?:\\.[^"\\]*)*") instead of per-character alternation: same language,
 # several times faster on long literals and comments.
@@ -35,22 +35,50 @@ def mask_with_regex(text: str) -> str:
     return _LEXEME.sub(_blank, text)
 
 
-def _compiled_mask() -> Callable[[str], str] | None:
-    """The C twin of mask_with_regex (built at install time when a C compiler is there), unless
-    ROCPORT_PURE_PYTHON is set (to compare the two)."""
+WordStarts = dict[str, list[int]]
+"""Word -> offsets where it starts, in increasing order."""
+
+
+@lru_cache(maxsize=8)
+def _prefixed_word(prefixes: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("(?:" + "|".join(re.escape(p) for p in prefixes if p) + r")\w*")
+
+
+def words_with_regex(text: str, prefixes: tuple[str, ...]) -> WordStarts:
+    """Every word (maximal run of regex \\w characters) that begins with one of `prefixes` (made
+    of word characters), mapped to its start offsets. A match that starts inside a word runs to
+    that word's end, so it never hides the start of another word; it is dropped."""
+    found: WordStarts = {}
+    if not any(prefixes):
+        return found
+    for m in _prefixed_word(prefixes).finditer(text):
+        start = m.start()
+        if start and (text[start - 1].isalnum() or text[start - 1] == "_"):
+            continue
+        found.setdefault(m.group(0), []).append(start)
+    return found
+
+
+def _compiled() -> tuple[Callable[[str], str], Callable[[str, tuple[str, ...]], WordStarts]] | None:
+    """The C twins of mask_with_regex and words_with_regex (built at install time when a C
+    compiler is there), unless ROCPORT_PURE_PYTHON is set (to compare the two)."""
     if os.environ.get("ROCPORT_PURE_PYTHON"):
         return None
     try:
-        from tools.cpp._lexmask import mask
+        from tools.cpp._lexmask import mask, words
     except ImportError:
         return None
-    return mask
+    return mask, words
 
 
-compiled_mask = _compiled_mask()
+_C = _compiled()
+compiled_mask = _C[0] if _C else None
 """None when the extension is not built (or switched off): masking then runs the regex."""
+compiled_words = _C[1] if _C else None
 mask_comments_and_strings = compiled_mask or mask_with_regex
 """The text with comments and literals blanked to spaces; same length, same newlines."""
+words_with_prefixes = compiled_words or words_with_regex
+"""Every word beginning with one of the prefixes -> its start offsets (see words_with_regex)."""
 
 
 class SourceText:
@@ -61,11 +89,19 @@ class SourceText:
         """Repo-relative path, '/'-separated."""
         self.raw = raw
         self._last = (0, 1)
+        self._words: tuple[tuple[str, ...], WordStarts] | None = None
 
     @cached_property
     def masked(self) -> str:
         """Comments and literals blanked (computed on first use: Python files never need it)."""
         return mask_comments_and_strings(self.raw)
+
+    def words(self, prefixes: tuple[str, ...]) -> WordStarts:
+        """Words of the masked text that begin with one of `prefixes` -> their start offsets: one
+        pass per file for every detector that asks with the same tuple."""
+        if self._words is None or self._words[0] is not prefixes:
+            self._words = (prefixes, words_with_prefixes(self.masked, prefixes))
+        return self._words[1]
 
     def offset_of(self, line: int, byte_col: int) -> int:
         """The offset of a 1-based line and a UTF-8 byte column (what `ast` reports)."""

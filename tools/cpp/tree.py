@@ -114,6 +114,15 @@ def merge_exports(exports: Iterable[Mapping[str, tuple[Macro, Macro]]]) -> Seed:
     return seed
 
 
-def seed_for(graph: IncludeGraph, rel: str, exports: Mapping[str, Mapping[str, tuple[Macro, Macro]]]) -> Seed:
-    """The macros `rel` sees from the repo headers it includes (its own definitions excluded)."""
-    return merge_exports(exports[h] for h in sorted(graph.closure(rel)) if h != rel and exports.get(h))
+def seed_for(
+    graph: IncludeGraph,
+    rel: str,
+    exports: Mapping[str, Mapping[str, tuple[Macro, Macro]]],
+    names: set[str] | None = None,
+) -> Seed:
+    """The macros `rel` sees from the repo headers it includes (its own definitions excluded);
+    with `names`, only those (each macro is merged on its own, so the rest change nothing)."""
+    tables = (exports[h] for h in sorted(graph.closure(rel)) if h != rel and exports.get(h))
+    if names is not None:
+        tables = ({n: pair for n, pair in table.items() if n in names} for table in tables)
+    return merge_exports(tables)

@@ -17,7 +17,7 @@ from tools.cpp.headers import cuda_only_library
 from tools.cpp.preprocessor import Regions, region_name
 from tools.cpp.source import SourceText
 from tools.records import Failure
-from tools.scan.catalog import Construct
+from tools.scan.catalog import WORD_PREFIXES, Construct
 from tools.scan.findings import make_finding
 
 _LIBRARY = Construct(
@@ -37,12 +37,16 @@ _CG_NAMES = (
     r"|greater|less|plus|bit_and|bit_or|bit_xor|invoke_one|invoke_one_broadcast)\b"
 )
 _ALGORITHMS = (
-    re.compile(r"cg" + _CG_NAMES),
-    re.compile(r"cooperative_groups" + _CG_NAMES),
-    re.compile(
-        r"cub::(?P<cub>(?:Base)?Traits\s*<[^;{}]*?>\s*::\s*Twiddle(?:In|Out)|(?:Unsigned|Float)Bits\b)"
+    ("cg", re.compile(r"cg" + _CG_NAMES)),
+    ("cooperative_groups", re.compile(r"cooperative_groups" + _CG_NAMES)),
+    (
+        "cub",
+        re.compile(
+            r"cub::(?P<cub>(?:Base)?Traits\s*<[^;{}]*?>\s*::\s*Twiddle(?:In|Out)|(?:Unsigned|Float)Bits\b)"
+        ),
     ),
 )
+"""(head word, pattern): a match counts only at a word start, so a file without the head word has none."""
 
 
 def library_findings(src: SourceText, regions: Regions) -> list[Failure]:
@@ -69,13 +73,14 @@ def library_findings(src: SourceText, regions: Regions) -> list[Failure]:
 
 def algorithm_findings(src: SourceText, regions: Regions) -> list[Failure]:
     """Cooperative-groups algorithms and CUB internals hipCUB lacks, once per file and name."""
-    masked = src.masked
-    if "cg::" not in masked and "cooperative_groups::" not in masked and "cub::" not in masked:
+    masked, found = src.masked, src.words(WORD_PREFIXES)
+    patterns = [pattern for head, pattern in _ALGORITHMS if head in found]
+    if not patterns:
         return []
     uses: dict[str, list[int]] = {}
     matches = [
         m
-        for pattern in _ALGORITHMS
+        for pattern in patterns
         for m in pattern.finditer(masked)
         if not (m.start() and (masked[m.start() - 1].isalnum() or masked[m.start() - 1] in "_:"))
     ]

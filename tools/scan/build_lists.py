@@ -98,11 +98,11 @@ class _Interpreter:
     def truth(self, args: list[str | None]) -> bool | None:
         return Condition(args, self.vars).parse()
 
-    def run(self, text: str) -> None:
+    def run(self, commands: Sequence[tuple[str, str]]) -> None:
         stack: list[tuple[bool | None, bool | None]] = []  # (parent live, some branch taken)
         live: bool | None = True
         skip_depth = 0
-        for name, raw in _commands(text):
+        for name, raw in commands:
             if name in ("function", "macro"):
                 skip_depth += 1
             elif name in ("endfunction", "endmacro"):
@@ -169,15 +169,27 @@ class _Interpreter:
 
 def cmake_sources(repo: Path, cmake_file: str, variables: dict[str, str]) -> set[str]:
     """Repo-relative sources the CMake build compiles under `variables` (e.g. VLLM_GPU_LANG=HIP)."""
+    return cmake_source_lists(repo, cmake_file, variables)[0]
+
+
+def cmake_source_lists(repo: Path, cmake_file: str, *settings: dict[str, str]) -> list[set[str]]:
+    """cmake_sources under each set of variables, one set per argument (the ROCm and the CUDA
+    build): the file is read and tokenized once."""
     path = repo / cmake_file
-    interpreter = _Interpreter(path.parent, variables)
-    interpreter.run(read_regular_text(path))
+    commands = list(_commands(read_regular_text(path)))
     base = path.parent.relative_to(repo).as_posix()
-    return {
-        os.path.normpath(s if base == "." else f"{base}/{s}").replace(os.sep, "/")
-        for s in interpreter.sources
-        if not os.path.isabs(s)
-    }
+    out = []
+    for variables in settings:
+        interpreter = _Interpreter(path.parent, variables)
+        interpreter.run(commands)
+        out.append(
+            {
+                os.path.normpath(s if base == "." else f"{base}/{s}").replace(os.sep, "/")
+                for s in interpreter.sources
+                if not os.path.isabs(s)
+            }
+        )
+    return out
 
 
 def setup_py_sources(repo: Path, setup_file: str) -> set[str]:

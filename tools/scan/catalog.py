@@ -6,6 +6,7 @@ Kinds are the taxonomy of FAILURE_CLASSES.md; fix families name the rule that re
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tools.cpp.headers import CUDA_HEADER_PREFIXES, CUDA_STD_TO_STD, CUDA_TO_HIP_HEADERS
@@ -87,8 +88,6 @@ _DRIVER_FAMILIES = (
     "Surf",
 )
 _WARP_TAILS = "|".join(name.removeprefix("__") for name in WARP_INTRINSICS)
-# One pattern per leading literal: each starts with a fixed prefix, which the engine finds with a
-# fast literal search, while one alternation over them all tries every 'c', 'n' and '_' in the file.
 _IDENTIFIER_FAMILIES = (
     r"__(?:" + _WARP_TAILS + r"|nv_\w+|NV_E[45]M[23])\b",
     r"cu(?:da[A-Z]\w*|blas(?:Lt)?[A-Z]\w*|(?:" + "|".join(_DRIVER_FAMILIES) + r")\w*)\b",
@@ -97,21 +96,36 @@ _IDENTIFIER_FAMILIES = (
     r"PFN_cu\w+\b",
 )
 IDENTIFIER_RE = re.compile(r"\b(?:" + "|".join(_IDENTIFIER_FAMILIES) + ")")
-_IDENTIFIER_SEARCHES = tuple(re.compile(family) for family in _IDENTIFIER_FAMILIES)
+IDENTIFIER_PREFIXES = (
+    *WARP_INTRINSICS,
+    "__nv_",
+    "__NV_E",
+    "cuda",
+    "cublas",
+    *(f"cu{family}" for family in _DRIVER_FAMILIES),
+    "CU",
+    "nv_bfloat16",
+    "PFN_cu",
+)
+"""Every word IDENTIFIER_RE matches whole begins with one of these (its families' literal heads)."""
+WARP_LITERAL_PREFIXES = ("32", "31", "5", "0x", "0X")
+"""Heads of the number words the warp-size rules read (`% 32`, `& 31`, `& 0x1f`, `>> 5`, 0xffffffff)."""
+KEYWORD_PREFIXES = ("asm", "__asm", "warpSize", "cg", "cooperative_groups", "cub")
+"""Words whose absence lets a detector skip a file (inline asm, `warpSize`, cg::/cub:: algorithms)."""
+WORD_PREFIXES = IDENTIFIER_PREFIXES + WARP_LITERAL_PREFIXES + KEYWORD_PREFIXES
+"""What the C++ detectors look up in SourceText.words: one search per file serves them all."""
 
 
-def identifier_candidates(text: str) -> list[re.Match[str]]:
-    """Matches of every identifier family in offset order, without the leading \\b (which defeats
-    the engine's literal search): callers drop a match preceded by a word character. Families
-    overlap only inside one word (`__nv_bfloat16` holds `nv_bfloat16`), so after that check each
-    word start yields what one alternation of the families would."""
-    found = [m for search in _IDENTIFIER_SEARCHES for m in search.finditer(text)]
-    found.sort(key=_start)
-    return found
-
-
-def _start(m: re.Match[str]) -> int:
-    return m.start()
+def identifier_candidates(found: Mapping[str, list[int]]) -> list[tuple[int, str]]:
+    """(offset, name) of every whole word IDENTIFIER_RE matches, in offset order, from the words
+    of a file (SourceText.words(WORD_PREFIXES)). Every identifier family ends at a word boundary
+    and holds only word characters, so a match is always a whole word: one fullmatch per distinct
+    word instead of a regex pass per family over the whole text."""
+    out = [
+        (start, word) for word, starts in found.items() if IDENTIFIER_RE.fullmatch(word) for start in starts
+    ]
+    out.sort()
+    return out
 
 
 _DRIVER_RUNTIME = ("cudaGetDriverEntryPoint",)

@@ -16,6 +16,7 @@ from tools.records import Failure
 from tools.scan.blockers import algorithm_findings, library_findings
 from tools.scan.catalog import (
     IDENTIFIER_RE,
+    WORD_PREFIXES,
     Construct,
     classify_header,
     classify_identifier,
@@ -42,22 +43,21 @@ def _directive_line(masked: str, offset: int) -> str | None:
     return head[1:].lstrip().split(" ", 1)[0].split("(", 1)[0]
 
 
-def _defines_here(masked: str, m: re.Match[str]) -> bool:
-    """True when this occurrence defines the name: `using N =`, `typedef ... N;`, `N(...) {`."""
-    end = m.end()
+def _defines_here(masked: str, start: int, end: int) -> bool:
+    """True when the name at start:end is being defined: `using N =`, `typedef ... N;`, `N(...) {`."""
     following = masked[end : end + 2].lstrip()[:1]
     if following == "=":
-        return bool(_USING_BEFORE.search(masked, max(0, m.start() - 16), m.start()))
+        return bool(_USING_BEFORE.search(masked, max(0, start - 16), start))
     if following == ";":
         statement_start = (
             max(
-                masked.rfind(";", 0, m.start()),
-                masked.rfind("{", 0, m.start()),
-                masked.rfind("}", 0, m.start()),
+                masked.rfind(";", 0, start),
+                masked.rfind("{", 0, start),
+                masked.rfind("}", 0, start),
             )
             + 1
         )
-        return bool(_TYPEDEF.search(masked, statement_start, m.start()))
+        return bool(_TYPEDEF.search(masked, statement_start, start))
     return bool(_FUNC_DEF_AFTER.match(masked, end))
 
 
@@ -93,11 +93,8 @@ def identifier_findings(src: SourceText, regions: Regions) -> tuple[list[Failure
     constructs: dict[str, Construct | None] = {}
     narrow: dict[str, list[int]] = {}
     """Warp-intrinsic uses whose mask is 32-bit in the ROCm build: a certain compile error."""
-    for m in identifier_candidates(masked):
-        pos = m.start()
-        if pos and (masked[pos - 1].isalnum() or masked[pos - 1] == "_"):
-            continue
-        name = m.group(0)
+    for pos, name in identifier_candidates(src.words(WORD_PREFIXES)):
+        end = pos + len(name)
         if name not in constructs:
             constructs[name] = classify_identifier(name)
         construct = constructs[name]
@@ -106,14 +103,14 @@ def identifier_findings(src: SourceText, regions: Regions) -> tuple[list[Failure
         directive = _directive_line(masked, pos)
         if directive is not None and directive != "define":
             continue
-        if directive is None and _defines_here(masked, m):
+        if directive is None and _defines_here(masked, pos, end):
             provides.add(name)
         if regions.shared_code(pos):  # the ROCm-only branch is the project's own ROCm code
             uses.setdefault(name, []).append(pos)
             if (
                 construct.kind == "warp_intrinsic"
-                and masked.startswith("(", m.end())
-                and mask_bits(first_argument(masked, m.end()), regions) == 32
+                and masked.startswith("(", end)
+                and mask_bits(first_argument(masked, end), regions) == 32
             ):
                 narrow.setdefault(name, []).append(pos)
     out = []

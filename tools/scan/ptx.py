@@ -12,11 +12,12 @@ import re
 from tools.cpp.preprocessor import Regions, region_name
 from tools.cpp.source import SourceText
 from tools.records import Failure
-from tools.scan.catalog import TENSOR_CORE_PTX, is_ptx, ptx_construct
+from tools.scan.catalog import TENSOR_CORE_PTX, WORD_PREFIXES, is_ptx, ptx_construct
 from tools.scan.findings import make_finding
 
-# Anchored on the literal "asm" (fast search); the `__` around it and the word start are checked after.
+# Matched from `asm` (after a leading `__`), at the words _asm_statements finds.
 _ASM = re.compile(r"asm(?:__)?\b(?:\s|volatile\b|__volatile__\b|goto\b|inline\b)*\(")
+_ASM_WORDS = ("asm", "asm__", "__asm", "__asm__")
 _STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 _OPCODE = re.compile(r"^(?:@!?%?\w+\s+)?([a-z][\w.:]*)")
 _MAX_STATEMENT = 8000
@@ -57,16 +58,21 @@ def _statement_opcodes(src: SourceText, open_at: int) -> tuple[list[str], bool]:
     return ptx_opcodes(template), bool(template.strip()) or not strings
 
 
+def _asm_statements(src: SourceText) -> list[re.Match[str]]:
+    """`asm`, `__asm`, `asm__` or `__asm__` as a whole word, then `(` past qualifiers, in offset
+    order (the match starts at `asm`). From the file's word search: a file without one is skipped
+    without a pass over its text."""
+    masked, found = src.masked, src.words(WORD_PREFIXES)
+    heads = sorted(start for word in _ASM_WORDS for start in found.get(word, ()))
+    matches = (_ASM.match(masked, start + 2 if masked.startswith("__", start) else start) for start in heads)
+    return [m for m in matches if m]
+
+
 def inline_asm_findings(src: SourceText, regions: Regions) -> list[Failure]:
     """One finding per inline-asm statement the ROCm build compiles."""
-    if "asm" not in src.masked:
-        return []
     out = []
     masked = src.masked
-    for m in _ASM.finditer(masked):
-        start = m.start() - 2 if masked.startswith("__", max(0, m.start() - 2)) else m.start()
-        if start and (masked[start - 1].isalnum() or masked[start - 1] == "_"):
-            continue
+    for m in _asm_statements(src):
         if not regions.shared_code(m.start()):
             continue
         opcodes, has_code = _statement_opcodes(src, m.end() - 1)

@@ -191,10 +191,12 @@ def _rescan_with_header_macros(
     (`#if VLLM_FP8_CVT_X2` where core/cuda_compat.h defines it per build). Few files qualify."""
     graph = IncludeGraph(results)
     exports = {rel: r.exports for rel, r in results.items() if r.exports}
+    exported = {name for table in exports.values() for name in table}
     for rel, result in results.items():
-        if not result.condition_names:
+        names = result.condition_names & exported
+        if not names:  # no header of the tree defines a macro its #ifs read
             continue
-        seed = seed_for(graph, rel, exports)
+        seed = seed_for(graph, rel, exports, names)
         seed = {
             name: pair
             for name, pair in seed.items()

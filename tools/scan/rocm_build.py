@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tools.records import Failure
-from tools.scan.build_lists import cmake_sources, setup_py_sources
+from tools.scan.build_lists import cmake_source_lists, cmake_sources, setup_py_sources
 
 if TYPE_CHECKING:
     from tools.rocm_sources import RocmSources
@@ -83,10 +83,11 @@ def read_build_list(scan_dir: Path, spec: RocmSources) -> BuildList | None:
     if repo is None:
         return None
     if spec.cmake:
-        units = cmake_sources(repo, spec.cmake, spec.variables)
-        rocm_only = (
-            units - cmake_sources(repo, spec.cmake, spec.cuda_variables) if spec.cuda_variables else set()
-        )
+        if spec.cuda_variables:
+            units, cuda_units = cmake_source_lists(repo, spec.cmake, spec.variables, spec.cuda_variables)
+            rocm_only = units - cuda_units
+        else:
+            units, rocm_only = cmake_sources(repo, spec.cmake, spec.variables), set()
         settings = " ".join(f"{k}={v}" for k, v in spec.variables.items())
         described = f"{spec.cmake} targets with {settings}".strip()
     else:

@@ -12,9 +12,9 @@ import re
 from collections.abc import Iterator
 
 from tools.cpp.preprocessor import Regions, region_name
-from tools.cpp.source import SourceText
+from tools.cpp.source import SourceText, WordStarts
 from tools.records import Failure
-from tools.scan.catalog import Construct
+from tools.scan.catalog import WORD_PREFIXES, Construct
 from tools.scan.findings import make_finding
 from tools.scan.warp_masks import call_arguments
 
@@ -26,19 +26,17 @@ _SOURCE = Construct(
 Candidate = tuple[int, str, Construct]
 """(offset, symbol, construct) of one warp-size literal."""
 _CONST = Construct("warp_size", "warp_size_source", "warpSize is not a constant expression on ROCm 7+")
-# Each search is anchored on a literal or operator so the engine skips most text in C; one pattern
-# per operator holds only the literals that make lane arithmetic with it (`% 32`, `& 31`, `>> 5`).
-_OP_LITERALS = tuple(
-    re.compile(op + r"[ \t]*(" + literals + r")[uU]?\b(?![ \t]*\.)")
-    for op, literals in (("%", "32"), ("/", "32"), ("&(?!&)", "0[xX]1[fF]|31"), (">>", "5"))
-)
-_THIRTY_TWO = re.compile(r"32[uU]?\b(?![ \t]*[.*/+-])")
+_OPERATORS = {"32": ("%", "/"), "31": ("&",), "0x1f": ("&",), "5": (">>",)}
+"""Lane arithmetic: the operators that make a warp-size literal of it (`% 32`, `& 31`, `>> 5`)."""
+_FOLLOWS_LANE_LITERAL = re.compile(r"[ \t]*\.")
+_FOLLOWS_DEFINED_32 = re.compile(r"[ \t]*[.*/+-]")
 _DEFINE_HEAD = re.compile(r"[ \t]*#[ \t]*define[ \t]+(\w+)$")
 _LANE_TARGET = re.compile(r"\b\w*(?:lane|warp|Lane|Warp|LANE|WARP)\w*[ \t]*(?:=(?!=)|\{)")
 _WARP_NAME = re.compile(
     r"warp_?size|warpsize|threads_?per_?warp|warp_?threads|lanes_?per_?warp", re.IGNORECASE
 )
 _FULL_MASK = re.compile(r"0[xX][fF]{8}(?![0-9a-fA-F])")
+_THIRTY_TWO = ("32", "32u", "32U")
 _SHARED_32 = re.compile(r"__shared__[^;]*?\b(?P<name>\w+)\s*\[\s*(?P<lit>32)\s*\]")
 _CONST_WARPSIZE = re.compile(
     r"\b(?:constexpr|static_assert)\b[^;{]*?\b(?P<lit>warpSize)\b"
@@ -92,26 +90,49 @@ def _line(masked: str, pos: int) -> tuple[str, int]:
     return (masked[start:] if end < 0 else masked[start:end]), start
 
 
-def _lane_arithmetic(masked: str) -> Iterator[Candidate]:
-    found = [m for pattern in _OP_LITERALS for m in pattern.finditer(masked)]
-    for m in sorted(found, key=lambda m: m.start()):
-        op = masked[m.start() : m.start(1)].rstrip(" \t")
-        window = masked[max(0, m.start() - _WINDOW) : m.start()]
+def _lane_literals(masked: str, found: WordStarts) -> list[tuple[int, int, str, str]]:
+    """(operator offset, literal offset, operator, literal) of every `% 32`, `/ 32`, `& 31`,
+    `& 0x1f` and `>> 5` (a `u` suffix allowed, no `.` after it), in offset order: the number word
+    found by the file's word search, then the operator before it past blanks."""
+    out = []
+    for word, starts in found.items():
+        literal = word[:-1] if word[-1] in "uU" else word
+        operators = _OPERATORS.get(literal.lower() if literal[:2] in ("0x", "0X") else literal)
+        if operators is None:
+            continue
+        for start in starts:
+            if _FOLLOWS_LANE_LITERAL.match(masked, start + len(word)):
+                continue
+            j = start - 1
+            while j >= 0 and masked[j] in " \t":
+                j -= 1
+            if j < 0:
+                continue
+            if ">>" in operators and masked[j] == ">" and j and masked[j - 1] == ">":
+                out.append((j - 1, start, ">>", literal))
+            elif masked[j] in operators:
+                out.append((j, start, masked[j], literal))
+    out.sort()
+    return out
+
+
+def _lane_arithmetic(masked: str, found: WordStarts) -> Iterator[Candidate]:
+    for op_at, at, op, literal in _lane_literals(masked, found):
+        window = masked[max(0, op_at - _WINDOW) : op_at]
         operand = _operand_before(window)
         if operand.startswith("threadIdx.") or (operand and _warp_operand(operand)):
-            yield m.start(1), f"{op} {m.group(1)}", _SOURCE
+            yield at, f"{op} {literal}", _SOURCE
             continue
         statement = window[max(window.rfind(";"), window.rfind("{"), window.rfind("}")) + 1 :]
         if _LANE_TARGET.search(statement):
-            yield m.start(1), f"{op} {m.group(1)}", _SOURCE
+            yield at, f"{op} {literal}", _SOURCE
 
 
-def _warp_size_definitions(masked: str) -> Iterator[Candidate]:
+def _warp_size_definitions(masked: str, found: WordStarts) -> Iterator[Candidate]:
     """`#define WARP_SIZE 32`, `constexpr int kWarpSize = 32`, `int warp_size{32}`: plain string
     checks first, because a 32 is on almost every other line of a kernel."""
-    for m in _THIRTY_TWO.finditer(masked):
-        pos = m.start()
-        if pos and (masked[pos - 1].isalnum() or masked[pos - 1] in "_."):
+    for pos, end in sorted((p, p + len(word)) for word in _THIRTY_TWO for p in found.get(word, ())):
+        if (pos and masked[pos - 1] == ".") or _FOLLOWS_DEFINED_32.match(masked, end):
             continue
         before = masked[max(0, pos - _WINDOW) : pos].rstrip(" \t(")
         if not before:
@@ -130,24 +151,35 @@ def _warp_size_definitions(masked: str) -> Iterator[Candidate]:
             yield pos, name, _SOURCE
 
 
-def _candidates(masked: str) -> Iterator[Candidate]:
+def _full_masks(found: WordStarts) -> list[tuple[int, str]]:
+    """(offset, 0xffffffff lowercased) of each full 32-bit mask word (no hex digit after it)."""
+    out = []
+    for word, starts in found.items():
+        m = _FULL_MASK.match(word) if word[:2] in ("0x", "0X") else None
+        if m:
+            out.extend((start, m.group(0).lower()) for start in starts)
+    out.sort()
+    return out
+
+
+def _candidates(src: SourceText) -> Iterator[Candidate]:
     """(offset, symbol, construct) for every warp-size literal with warp context."""
-    yield from _lane_arithmetic(masked)
-    yield from _warp_size_definitions(masked)
-    for m in _FULL_MASK.finditer(masked):
-        if m.start() and (masked[m.start() - 1].isalnum() or masked[m.start() - 1] == "_"):
-            continue
-        line, _ = _line(masked, m.start())
+    masked, found = src.masked, src.words(WORD_PREFIXES)
+    yield from _lane_arithmetic(masked, found)
+    yield from _warp_size_definitions(masked, found)
+    for start, symbol in _full_masks(found):
+        line, _ = _line(masked, start)
         if "mask" in line.lower() and not _SYNC_CALL.search(line):
-            yield m.start(), m.group(0).lower(), _SOURCE
-    if "__shared__" in masked:
+            yield start, symbol, _SOURCE
+    if "32" in found and "__shared__" in masked:
         per_warp_file = "__shfl" in masked
         for m in _SHARED_32.finditer(masked):
             name = m.group("name")
             if per_warp_file or "warp" in name.lower() or "lane" in name.lower():
                 yield m.start("lit"), f"{name}[32]", _SOURCE
-    for pos in const_warpsize_uses(masked):
-        yield pos, "warpSize", _CONST
+    if "warpSize" in found:  # the pattern reads it as a whole word
+        for pos in const_warpsize_uses(masked):
+            yield pos, "warpSize", _CONST
 
 
 def const_warpsize_uses(masked: str) -> Iterator[int]:
@@ -205,7 +237,7 @@ def warp_size_findings(src: SourceText, regions: Regions) -> list[Failure]:
     seen: set[int] = set()
     out = []
     sensitive = None
-    for pos, symbol, construct in _candidates(src.masked):
+    for pos, symbol, construct in _candidates(src):
         if pos in seen or not regions.shared_code(pos):
             continue
         seen.add(pos)
