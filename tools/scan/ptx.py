@@ -71,7 +71,6 @@ def _asm_statements(src: SourceText) -> list[re.Match[str]]:
 def inline_asm_findings(src: SourceText, regions: Regions) -> list[Failure]:
     """One finding per inline-asm statement the ROCm build compiles."""
     out = []
-    masked = src.masked
     for m in _asm_statements(src):
         if not regions.shared_code(m.start()):
             continue
