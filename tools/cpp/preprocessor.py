@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from tools.cpp.build_configs import BuildConfig, Macro
 from tools.cpp.conditions import evaluate
+from tools.cpp.source import compiled_directives
 
 # Anchored on '#' (not '^') so the engine can skip to candidates; the line start is checked after.
 # The rest of the line, continuations included, as an unrolled loop: several times faster than a
@@ -191,22 +192,33 @@ class _Walker:
         return {n: (self.configs[0].lookup(n), self.configs[1].lookup(n)) for n in self.touched}
 
 
+def directives_with_regex(masked: str, names: frozenset[str]) -> list[tuple[int, str, int, int]]:
+    """(offset of `#`, name, offset of the text after the name, end) of every directive that
+    starts its line and whose name is in `names`, continuation lines included."""
+    return [
+        (m.start(), m.group("name"), m.start("rest"), m.end())
+        for m in _DIRECTIVE.finditer(masked)
+        if m.group("name") in names and _starts_line(masked, m.start())
+    ]
+
+
+directive_lines = compiled_directives or directives_with_regex
+"""The C twin (tools/cpp/_lexmask.c) when it is built: same list, without a Python step per `#`."""
+
+
 def walk(masked: str, raw: str, rocm: BuildConfig, cuda: BuildConfig, seed: Seed | None = None) -> Regions:
     """Liveness regions, includes, defines and exported macros of one file (masked: comments and
     strings blanked); `seed` holds the macros its included headers define (see tools.cpp.tree)."""
     w = _Walker(rocm, cuda, seed)
-    for m in _DIRECTIVE.finditer(masked):
-        name = m.group("name")
-        if name not in _WALKED or not _starts_line(masked, m.start()):
-            continue
+    for start, name, rest_start, end in directive_lines(masked, _WALKED):
         if name == "include":
-            inc = _INCLUDE.match(raw, m.start("rest"))
+            inc = _INCLUDE.match(raw, rest_start)
             if inc:
                 w.regions.includes.append(
                     Include(inc.group(2).strip(), inc.group(1) == "<", inc.start(2), *w.live)
                 )
             continue
-        rest = _clean(raw[m.start("rest") : m.end("rest")]) if name not in ("else", "endif") else ""
+        rest = _clean(raw[rest_start:end]) if name not in ("else", "endif") else ""
         if name in ("if", "ifdef", "ifndef", "elif", "elifdef", "elifndef"):
             w.regions.condition_names.update(_WORD.findall(rest))
         if name in ("if", "ifdef", "ifndef"):
@@ -222,12 +234,12 @@ def walk(masked: str, raw: str, rocm: BuildConfig, cuda: BuildConfig, seed: Seed
         elif name == "endif":
             w.close()
         elif name in ("define", "undef"):
-            w.define(rest, m.start(), undef=name == "undef")
+            w.define(rest, start, undef=name == "undef")
             continue
         else:
             continue
         if w.live != w.regions.states[-1]:
-            w.regions.starts.append(m.end())
+            w.regions.starts.append(end)
             w.regions.states.append(w.live)
     w.regions.exports = w.exports()
     return w.regions

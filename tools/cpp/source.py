@@ -11,6 +11,7 @@ import os
 import re
 from collections.abc import Callable
 from functools import cached_property, lru_cache
+from types import ModuleType
 
 # Unrolled loops ("[^"\\]*(?:\\.[^"\\]*)*") instead of per-character alternation: same language,
 # several times faster on long literals and comments.
@@ -59,22 +60,26 @@ def words_with_regex(text: str, prefixes: tuple[str, ...]) -> WordStarts:
     return found
 
 
-def _compiled() -> tuple[Callable[[str], str], Callable[[str, tuple[str, ...]], WordStarts]] | None:
-    """The C twins of mask_with_regex and words_with_regex (built at install time when a C
-    compiler is there), unless ROCPORT_PURE_PYTHON is set (to compare the two)."""
+def _compiled() -> ModuleType | None:
+    """The C twins of mask_with_regex, words_with_regex and preprocessor.directives_with_regex
+    (built at install time when a C compiler is there), unless ROCPORT_PURE_PYTHON is set (to
+    compare the two)."""
     if os.environ.get("ROCPORT_PURE_PYTHON"):
         return None
     try:
-        from tools.cpp._lexmask import mask, words
+        from tools.cpp import _lexmask
     except ImportError:
         return None
-    return mask, words
+    return _lexmask
 
 
 _C = _compiled()
-compiled_mask = _C[0] if _C else None
+compiled_mask: Callable[[str], str] | None = _C.mask if _C else None
 """None when the extension is not built (or switched off): masking then runs the regex."""
-compiled_words = _C[1] if _C else None
+compiled_words: Callable[[str, tuple[str, ...]], WordStarts] | None = _C.words if _C else None
+compiled_directives: Callable[[str, frozenset[str]], list[tuple[int, str, int, int]]] | None = (
+    _C.directives if _C else None
+)
 mask_comments_and_strings = compiled_mask or mask_with_regex
 """The text with comments and literals blanked to spaces; same length, same newlines."""
 words_with_prefixes = compiled_words or words_with_regex
