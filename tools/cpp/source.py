@@ -7,6 +7,7 @@ of `#include "..."` are read from the raw text by the preprocessor walk.
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 from collections.abc import Callable
@@ -93,7 +94,8 @@ class SourceText:
         self.path = path
         """Repo-relative path, '/'-separated."""
         self.raw = raw
-        self._last = (0, 1)
+        self._marks = [0]
+        self._mark_lines = [1]
         self._words: tuple[tuple[str, ...], WordStarts] | None = None
 
     @cached_property
@@ -120,13 +122,14 @@ class SourceText:
         return start + len(prefix.decode("utf-8", "replace"))
 
     def line_col(self, offset: int) -> tuple[int, int]:
-        """1-based line and column of an offset. Counting newlines from the previous query keeps a
-        run of increasing offsets linear in the file size."""
-        last_offset, last_line = self._last
-        if offset < last_offset:
-            last_offset, last_line = 0, 1
-        line = last_line + self.raw.count("\n", last_offset, offset)
-        self._last = (offset, line)
+        """1-based line and column of an offset. Newlines are counted from the nearest earlier
+        query, so the detectors' runs of offsets (each in increasing order) cost about one count
+        over the file, not one per run."""
+        i = bisect.bisect_right(self._marks, offset) - 1
+        line = self._mark_lines[i] + self.raw.count("\n", self._marks[i], offset)
+        if offset > self._marks[i]:
+            self._marks.insert(i + 1, offset)
+            self._mark_lines.insert(i + 1, line)
         return line, offset - (self.raw.rfind("\n", 0, offset) + 1) + 1
 
     def line_text(self, offset: int) -> str:

@@ -15,6 +15,7 @@ from tools.cpp.source import SourceText
 from tools.records import Failure
 from tools.scan.blockers import algorithm_findings, library_findings
 from tools.scan.catalog import (
+    IDENTIFIER_PREFIXES,
     IDENTIFIER_RE,
     WORD_PREFIXES,
     Construct,
@@ -89,7 +90,12 @@ def identifier_findings(src: SourceText, regions: Regions) -> tuple[list[Failure
     identifiers the file itself defines for the ROCm build (compat macros, typedefs, helpers)."""
     masked = src.masked
     uses: dict[str, list[int]] = {}
-    provides = {name for name, pos in regions.defines if regions.rocm_compiles(pos)}
+    # Only CUDA-named ones are returned (see the end): the prefix test spares the rest a lookup.
+    provides = {
+        name
+        for name, pos in regions.defines
+        if name.startswith(IDENTIFIER_PREFIXES) and regions.rocm_compiles(pos)
+    }
     constructs: dict[str, Construct | None] = {}
     narrow: dict[str, list[int]] = {}
     """Warp-intrinsic uses whose mask is 32-bit in the ROCm build: a certain compile error."""
