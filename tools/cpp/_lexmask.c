@@ -131,11 +131,14 @@ INLINE Py_ssize_t lexeme_end(const Text *t, Py_ssize_t i) {
 
 /* Blank every lexeme of `t` in `dst` (a copy of it, made on the first lexeme: *out stays NULL for a
  * text without one). Returns -1 when the copy cannot be allocated. */
+/* Characters a lexeme can start with: '/', 'R', '"' and the single quote. */
+static unsigned char lexeme_head[128];
+
 INLINE int scan_lexemes(const Text *t, PyObject *src, PyObject **out) {
     void *dst = NULL;
     for (Py_ssize_t i = 0; i < t->n;) {
         Py_UCS4 c = at(t, i);
-        Py_ssize_t end = (c == '/' || c == 'R' || c == '"' || c == '\'') ? lexeme_end(t, i) : -1;
+        Py_ssize_t end = (c < 128 && lexeme_head[c]) ? lexeme_end(t, i) : -1;
         if (end < 0) {
             i++;
             continue;
@@ -146,8 +149,19 @@ INLINE int scan_lexemes(const Text *t, PyObject *src, PyObject **out) {
             dst = PyUnicode_DATA(*out);
             memcpy(dst, t->data, (size_t)t->n * (size_t)t->kind);
         }
-        for (; i < end; i++)
-            if (at(t, i) != '\n') PyUnicode_WRITE(t->kind, dst, i, ' ');
+        if (t->kind == PyUnicode_1BYTE_KIND) { /* spaces up to each newline, a memset per line */
+            const char *src_chars = (const char *)t->data;
+            char *dst_chars = (char *)dst;
+            while (i < end) {
+                const char *nl = memchr(src_chars + i, '\n', (size_t)(end - i));
+                Py_ssize_t stop = nl ? nl - src_chars : end;
+                memset(dst_chars + i, ' ', (size_t)(stop - i));
+                i = stop < end ? stop + 1 : end;
+            }
+        } else {
+            for (; i < end; i++)
+                if (at(t, i) != '\n') PyUnicode_WRITE(t->kind, dst, i, ' ');
+        }
     }
     return 0;
 }
@@ -481,5 +495,6 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__lexmask(void) {
     for (Py_UCS4 c = 0; c < 256; c++) word_table[c] = c == '_' || Py_UNICODE_ISALNUM(c);
+    lexeme_head['/'] = lexeme_head['R'] = lexeme_head['"'] = lexeme_head['\''] = 1;
     return PyModule_Create(&module);
 }

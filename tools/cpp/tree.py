@@ -32,12 +32,16 @@ class IncludingFile(Protocol):
 class IncludeGraph:
     """Repo files and their `#include` edges; unresolved names (system headers) have no edge."""
 
-    def __init__(self, files: Mapping[str, IncludingFile]):
+    def __init__(
+        self, files: Mapping[str, IncludingFile], resolved: dict[tuple[str, str], list[str]] | None = None
+    ):
+        """`resolved`: another graph's `resolved` over the same paths (resolution reads only
+        which files exist, not what they include), to reuse its lookups."""
         self.files = files
         self.by_name: dict[str, list[str]] = {}
         for rel in files:
             self.by_name.setdefault(posixpath.basename(rel), []).append(rel)
-        self._resolved: dict[tuple[str, str], list[str]] = {}
+        self.resolved: dict[tuple[str, str], list[str]] = {} if resolved is None else resolved
         self._closure: dict[str, frozenset[str]] = {}
         self._dirs: dict[str, str] = {}
 
@@ -47,7 +51,7 @@ class IncludeGraph:
         if directory is None:
             directory = self._dirs[includer] = posixpath.dirname(includer)
         key = (directory, header)
-        found = self._resolved.get(key)
+        found = self.resolved.get(key)
         if found is None:
             beside = posixpath.normpath(posixpath.join(key[0], header))
             if beside in self.files:
@@ -58,7 +62,7 @@ class IncludeGraph:
                     for p in self.by_name.get(posixpath.basename(header), ())
                     if p == header or p.endswith("/" + header)
                 ]
-            self._resolved[key] = found
+            self.resolved[key] = found
         return found
 
     def closure(self, rel: str) -> frozenset[str]:

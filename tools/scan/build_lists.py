@@ -57,8 +57,31 @@ def _commands(text: str) -> Iterator[tuple[str, str]]:
         pieces.append(token)
 
 
+_Plan = list[tuple[list[str | None], str | None, str | None]]
+"""Per argument token: the values it always gives (no `${`), else (quoted text, unquoted word)."""
+
+
+def _plan(raw: str) -> _Plan:
+    plan: _Plan = []
+    for m in _ARG.finditer(raw):
+        quoted, word = m.group(1), m.group(4)
+        if m.group(2) or m.group(3):
+            plan.append(([m.group(2) or m.group(3)], None, None))
+            continue
+        text = quoted if quoted is not None else word
+        if "${" in text:
+            plan.append(([], quoted, word))
+        elif quoted is not None:
+            plan.append(([Quoted(text)], None, None))
+        else:
+            plan.append(([part for part in text.split(";") if part], None, None))
+    return plan
+
+
 class _Interpreter:
-    def __init__(self, root: Path, variables: dict[str, str]):
+    def __init__(self, root: Path, variables: dict[str, str], plans: dict[str, _Plan] | None = None):
+        """`plans`: argument tokenizations shared with other runs over the same file."""
+        self.plans: dict[str, _Plan] = {} if plans is None else plans
         self.root = root
         self.vars: dict[str, list[str] | None] = {k: v.split(";") for k, v in variables.items()}
         self.pinned = set(variables)
@@ -68,18 +91,14 @@ class _Interpreter:
     def expand(self, raw: str) -> list[str | None]:
         """Arguments with ${VAR} expanded; an unquoted list variable splices; None: unknown value."""
         out: list[str | None] = []
-        for m in _ARG.finditer(raw):
-            quoted, word = m.group(1), m.group(4)
-            if m.group(2) or m.group(3):
-                out.append(m.group(2) or m.group(3))
+        plan = self.plans.get(raw)
+        if plan is None:
+            plan = self.plans[raw] = _plan(raw)
+        for values, quoted, word in plan:
+            if values or (quoted is None and word is None):  # most arguments: no variable to expand
+                out.extend(values)
                 continue
-            text = quoted if quoted is not None else word
-            if "${" not in text:  # most arguments: no variable to expand
-                if quoted is not None:
-                    out.append(Quoted(text))
-                else:
-                    out.extend(part for part in text.split(";") if part)
-                continue
+            text = quoted if quoted is not None else word or ""
             whole = _VAR.fullmatch(text)
             if whole and quoted is None:
                 value = self.vars.get(whole.group(1))
@@ -179,8 +198,9 @@ def cmake_source_lists(repo: Path, cmake_file: str, *settings: dict[str, str]) -
     commands = list(_commands(read_regular_text(path)))
     base = path.parent.relative_to(repo).as_posix()
     out = []
+    plans: dict[str, _Plan] = {}
     for variables in settings:
-        interpreter = _Interpreter(path.parent, variables)
+        interpreter = _Interpreter(path.parent, variables, plans)
         interpreter.run(commands)
         out.append(
             {

@@ -155,8 +155,8 @@ def _scan_fresh(root: Path, rels: list[str], hipify: bool, jobs: int) -> list[Fi
 class _TreeView(IncludeGraph):
     """The shared include graph plus what only the scan asks of it: compat names in scope."""
 
-    def __init__(self, results: dict[str, FileResult]):
-        super().__init__(results)
+    def __init__(self, results: dict[str, FileResult], resolved: dict[tuple[str, str], list[str]]):
+        super().__init__(results, resolved)
         self.results = results
         self._visible: dict[str, set[str]] = {}
 
@@ -186,7 +186,7 @@ def _work(f: Failure) -> bool:
 
 def _rescan_with_header_macros(
     root: Path, results: dict[str, FileResult], hipify: bool, cache: ResultCache | None
-) -> None:
+) -> IncludeGraph:
     """Scan again, with the macros its headers define, each file whose `#if`s read one of them
     (`#if VLLM_FP8_CVT_X2` where core/cuda_compat.h defines it per build). Few files qualify."""
     graph = IncludeGraph(results)
@@ -209,6 +209,7 @@ def _rescan_with_header_macros(
         results[rel] = stored or scan_path(root, rel, hipify=hipify, seed=seed)
         if cache is not None and stored is None:
             cache.put(results[rel], key)
+    return graph
 
 
 def scan_tree(
@@ -244,10 +245,10 @@ def scan_tree(
     jobs = jobs if jobs is not None else min(len(os.sched_getaffinity(0)), 8)
     cache = ResultCache(cache_dir, root, hipify) if cache_dir is not None else None
     results = {r.path: r for r in _scan_all(root, rels, hipify, jobs, cache)}
-    _rescan_with_header_macros(root, results, hipify, cache)
+    before_rescan = _rescan_with_header_macros(root, results, hipify, cache)
     if cache is not None:
         cache.save()
-    graph = _TreeView(results)
+    graph = _TreeView(results, before_rescan.resolved)  # same paths: its include lookups hold
     reachable = graph.rocm_reachable()
     compiled, rocm_only = reachable, set()
     if build is not None:
