@@ -210,36 +210,43 @@ def walk(masked: str, raw: str, rocm: BuildConfig, cuda: BuildConfig, seed: Seed
     """Liveness regions, includes, defines and exported macros of one file (masked: comments and
     strings blanked); `seed` holds the macros its included headers define (see tools.cpp.tree)."""
     w = _Walker(rocm, cuda, seed)
+    regions = w.regions
     for start, name, rest_start, end in directive_lines(masked, _WALKED):
         if name == "include":
             inc = _INCLUDE.match(raw, rest_start)
             if inc:
-                w.regions.includes.append(
+                regions.includes.append(
                     Include(inc.group(2).strip(), inc.group(1) == "<", inc.start(2), *w.live)
                 )
             continue
-        rest = _clean(raw[rest_start:end]) if name not in ("else", "endif") else ""
-        if name in ("if", "ifdef", "ifndef", "elif", "elifdef", "elifndef"):
-            w.regions.condition_names.update(_WORD.findall(rest))
-        if name in ("if", "ifdef", "ifndef"):
-            word = rest.split()[0] if rest.split() else ""
-            w.open(w.cond(rest) if name == "if" else w.defined(word, negate=name == "ifndef"))
-        elif name == "elif":
-            w.branch(w.cond(rest))
-        elif name in ("elifdef", "elifndef"):
-            word = rest.split()[0] if rest.split() else ""
-            w.branch(w.defined(word, negate=name == "elifndef"))
+        if name == "endif":  # the commonest after #include: nothing to read
+            w.close()
         elif name == "else":
             w.branch(None)
-        elif name == "endif":
-            w.close()
-        elif name in ("define", "undef"):
-            w.define(rest, start, undef=name == "undef")
-            continue
         else:
-            continue
-        if w.live != w.regions.states[-1]:
-            w.regions.starts.append(end)
-            w.regions.states.append(w.live)
-    w.regions.exports = w.exports()
-    return w.regions
+            rest = _clean(raw[rest_start:end])
+            if name in ("define", "undef"):
+                w.define(rest, start, undef=name == "undef")
+                continue
+            _condition(w, name, rest)
+        if w.live != regions.states[-1]:
+            regions.starts.append(end)
+            regions.states.append(w.live)
+    regions.exports = w.exports()
+    return regions
+
+
+def _condition(w: _Walker, name: str, rest: str) -> None:
+    """Open or continue a conditional block (#if, #ifdef, #ifndef, #elif, #elifdef, #elifndef)."""
+    w.regions.condition_names.update(_WORD.findall(rest))
+    if name == "if":
+        w.open(w.cond(rest))
+    elif name == "elif":
+        w.branch(w.cond(rest))
+    else:
+        words = rest.split()
+        defined = w.defined(words[0] if words else "", negate=name.endswith("ndef"))
+        if name.startswith("el"):
+            w.branch(defined)
+        else:
+            w.open(defined)

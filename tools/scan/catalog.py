@@ -110,8 +110,9 @@ IDENTIFIER_PREFIXES = (
 """Every word IDENTIFIER_RE matches whole begins with one of these (its families' literal heads)."""
 WARP_LITERAL_PREFIXES = ("32", "31", "5", "0x", "0X")
 """Heads of the number words the warp-size rules read (`% 32`, `& 31`, `& 0x1f`, `>> 5`, 0xffffffff)."""
-KEYWORD_PREFIXES = ("asm", "__asm", "warpSize", "cg", "cooperative_groups", "cub")
-"""Words whose absence lets a detector skip a file (inline asm, `warpSize`, cg::/cub:: algorithms)."""
+KEYWORD_PREFIXES = ("asm", "__asm", "warpSize", "cg", "cooperative_groups", "cub", "template")
+"""Words whose absence lets a detector skip a file (inline asm, `warpSize`, cg::/cub:: algorithms,
+function templates)."""
 WORD_PREFIXES = IDENTIFIER_PREFIXES + WARP_LITERAL_PREFIXES + KEYWORD_PREFIXES
 """What the C++ detectors look up in SourceText.words: one search per file serves them all."""
 

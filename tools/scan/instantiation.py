@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from tools.cpp.preprocessor import Regions, Tri
+from tools.cpp.source import SourceText
+from tools.scan.catalog import WORD_PREFIXES
 
 TRANSLATION_UNITS = (".cu", ".cpp", ".cc", ".cxx", ".c")
 _TEMPLATE = re.compile(r"template[ \t\n]*<")
@@ -83,26 +85,27 @@ def _body(masked: str, paren: int) -> tuple[int, int] | None:
     return (brace, body_end) if body_end > 0 else None
 
 
-def _template_heads(masked: str) -> Iterator[int]:
-    """Offsets of `template <` (found by its literal: a leading \\b would test every character)."""
-    for m in _TEMPLATE.finditer(masked):
-        before = m.start() - 1
-        if before < 0 or not (masked[before].isalnum() or masked[before] == "_"):
-            yield m.start()
+def _template_heads(masked: str, starts: list[int]) -> Iterator[int]:
+    """Offsets of `template <` where the word `template` starts (`starts`, from the file's word
+    search; the match holds no other word start, so no match hides another)."""
+    for start in starts:
+        if _TEMPLATE.match(masked, start):
+            yield start
 
 
-def uninstantiated_bodies(rel: str, masked: str, regions: Regions) -> list[tuple[int, int]]:
+def uninstantiated_bodies(src: SourceText, regions: Regions) -> list[tuple[int, int]]:
     """(start, end) offsets of function-template bodies the ROCm build never instantiates."""
     if (
-        not rel.endswith(TRANSLATION_UNITS)
+        not src.path.endswith(TRANSLATION_UNITS)
         or all(rocm is not False for rocm, _ in regions.states)  # no use can be ROCm-skipped
-        or "template" not in masked
+        or "template" not in src.words(WORD_PREFIXES)
     ):
         return []
+    masked = src.masked
     skipped = _rocm_skipped_stretches(regions, len(masked))
     spans = []
     uses_of: dict[str, list[int]] = {}
-    for head in _template_heads(masked):
+    for head in _template_heads(masked, src.words(WORD_PREFIXES)["template"]):
         found = _function_name(masked, head)
         if found is None:
             continue

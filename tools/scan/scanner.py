@@ -122,7 +122,7 @@ def scan_source(rel: str, data: bytes, *, hipify: bool = False, seed: Seed | Non
         return result
     # Detectors see template bodies the ROCm build never instantiates as skipped; includes and
     # exported macros are the preprocessor's (a #define holds whether or not the body is compiled).
-    compiled = skip_spans(regions, uninstantiated_bodies(rel, src.masked, regions))
+    compiled = skip_spans(regions, uninstantiated_bodies(src, regions))
     result.findings, result.provides = cpp_findings(src, compiled)
     result.includes = [inc.header for inc in regions.includes if inc.rocm is not False]
     result.cuda_includes = [inc.header for inc in regions.includes if inc.rocm is False]
