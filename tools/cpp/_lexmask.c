@@ -215,13 +215,31 @@ INLINE int is_word(Py_UCS4 c) { return c < 256 ? word_table[c] : (c == '_' || Py
 /* The prefixes as code points, sorted, with every prefix that extends another dropped (a word that
  * starts with the longer one starts with the shorter): then a word starts with some prefix exactly
  * when it starts with the greatest prefix not above it, which a binary search finds. */
+#define HEAD_BITS 4096
+
 typedef struct {
     Py_ssize_t count;
     Py_UCS4 **chars;
     Py_ssize_t *lengths;
     unsigned char first[256]; /* 1 where some prefix starts with that character (below 256) */
     int wide_first;           /* some prefix starts with a character >= 256 */
+    unsigned char heads[3][HEAD_BITS / 8];
+    /* heads[L - 1]: hashed first L characters of the prefixes (all of a shorter one): a word whose
+     * first one, two and three characters all miss cannot start with a prefix. Most words that
+     * pass the first-character test (`const` for `cooperative_groups`, `__device__` for `__shfl`)
+     * stop here instead of in the binary search. */
 } Prefixes;
+
+INLINE unsigned head_hash(Py_UCS4 a, Py_UCS4 b, Py_UCS4 c, int length) {
+    unsigned h = (unsigned)a;
+    if (length > 1) h = h * 131u + (unsigned)b;
+    if (length > 2) h = h * 131u + (unsigned)c;
+    return h % HEAD_BITS;
+}
+
+INLINE void set_head(Prefixes *p, int length, unsigned h) { p->heads[length - 1][h / 8] |= (unsigned char)(1u << (h % 8)); }
+
+INLINE int has_head(const Prefixes *p, int length, unsigned h) { return (p->heads[length - 1][h / 8] >> (h % 8)) & 1; }
 
 static int compare_codes(const Py_UCS4 *a, Py_ssize_t na, const Py_UCS4 *b, Py_ssize_t nb) {
     for (Py_ssize_t k = 0; k < na && k < nb; k++)
@@ -271,7 +289,15 @@ static Code *load_prefixes(PyObject *tuple, Prefixes *p, Py_ssize_t *n_codes) {
             free_prefixes(p, codes, used);
             return NULL;
         }
-        codes[used++].length = PyUnicode_GET_LENGTH(prefix);
+        codes[used].length = PyUnicode_GET_LENGTH(prefix);
+        for (Py_ssize_t c = 0; c < codes[used].length; c++) {
+            if (!is_word(codes[used].chars[c])) {
+                free_prefixes(p, codes, used + 1);
+                PyErr_SetString(PyExc_ValueError, "words() prefixes must be made of word characters");
+                return NULL;
+            }
+        }
+        used++;
     }
     *n_codes = used;
     qsort(codes, (size_t)used, sizeof(Code), compare_code);
@@ -289,6 +315,9 @@ static Code *load_prefixes(PyObject *tuple, Prefixes *p, Py_ssize_t *n_codes) {
             p->first[codes[k].chars[0]] = 1;
         else
             p->wide_first = 1;
+        const Py_UCS4 *c = codes[k].chars;
+        int length = codes[k].length < 3 ? (int)codes[k].length : 3;
+        set_head(p, length, head_hash(c[0], length > 1 ? c[1] : 0, length > 2 ? c[2] : 0, length));
     }
     return codes;
 }
@@ -348,16 +377,21 @@ INLINE int scan_words(const Text *t, PyObject *text, const Prefixes *p, PyObject
     int after_word = 0;
     for (Py_ssize_t i = 0; i < t->n; i++) {
         Py_UCS4 c = at(t, i);
-        int first = c < 256 ? p->first[c] : p->wide_first;
+        int word = is_word(c); /* prefixes are made of word characters: first[c] implies it */
+        int first = c < 256 ? p->first[c] : p->wide_first & word;
         if (first & !after_word) {
+            Py_UCS4 b = i + 1 < t->n ? at(t, i + 1) : 0, d = i + 2 < t->n ? at(t, i + 2) : 0;
+            after_word = 1;
+            if (!has_head(p, 1, head_hash(c, 0, 0, 1)) && !(i + 1 < t->n && has_head(p, 2, head_hash(c, b, 0, 2))) &&
+                !(i + 2 < t->n && has_head(p, 3, head_hash(c, b, d, 3))))
+                continue; /* the characters after it are checked as word interiors */
             Py_ssize_t end = i + 1;
             while (end < t->n && is_word(at(t, end))) end++;
             if (has_prefix(t, i, end, p) && record(text, found, i, end) < 0) return -1;
             i = end - 1; /* its last character is a word character */
-            after_word = 1;
             continue;
         }
-        after_word = is_word(c);
+        after_word = word;
     }
     return 0;
 }

@@ -41,6 +41,9 @@ WordStarts = dict[str, list[int]]
 """Word -> offsets where it starts, in increasing order."""
 
 
+_WORD_CHARS = re.compile(r"\w*")
+
+
 @lru_cache(maxsize=8)
 def _prefixed_word(prefixes: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("(?:" + "|".join(re.escape(p) for p in prefixes if p) + r")\w*")
@@ -51,6 +54,8 @@ def words_with_regex(text: str, prefixes: tuple[str, ...]) -> WordStarts:
     of word characters), mapped to its start offsets. A match that starts inside a word runs to
     that word's end, so it never hides the start of another word; it is dropped."""
     found: WordStarts = {}
+    if any(not _WORD_CHARS.fullmatch(p) for p in prefixes):
+        raise ValueError("words() prefixes must be made of word characters")
     if not any(prefixes):
         return found
     for m in _prefixed_word(prefixes).finditer(text):

@@ -82,6 +82,15 @@ TREE = {
     'const char *s = "__ballot_sync(0xffffffff, p)"; const char *r = R"x(__activemask())x";\n'
     "/* caf\u00e9 */ __device__ float f(float v) { return __shfl_xor_sync(0xffffffff, v, 1); }\n"
     "__device__ int lane() { return threadIdx.x % 32; } /* never closed\n__syncwarp();\n",
+    # what the word search feeds: lane masks and shifts, warp-size macros, inline PTX, cg algorithms,
+    # function templates only CUDA code instantiates, continued directives
+    "csrc/w.cu": "#include <cooperative_groups/reduce.h>\n#define WARP_SIZE 32\n"
+    "template <typename T> __device__ T sum(T v) { return __shfl_down_sync(0xffffffff, v, 1); }\n"
+    "#ifndef USE_ROCM\n__global__ void k(float *o) { o[0] = sum(o[0]); }\n#endif\n"
+    "__device__ int w(int tid) { unsigned mask = 0xFFFFFFFF; return (tid & 0x1F) + (tid >> 5u) + mask; }\n"
+    '__device__ void p() { asm volatile("mov.u32 %0, %%laneid;" : "=r"(x)); }\n'
+    "__device__ int r(cg::thread_block_tile<32> g, int v) { return cg::reduce(g, v, cg::plus<int>()); }\n"
+    "#if defined(__CUDA_ARCH__) \\\n  && __CUDA_ARCH__ >= 800\nint newer = __ballot_sync(0xffffffff, 1);\n#endif\n",
 }
 
 
@@ -114,4 +123,15 @@ def test_scan_findings_are_the_same_without_the_extension(c_mask, tmp_path):
     assert with_c == pure
     symbols = [(f["line"], f["symbol"]) for f in with_c]
     assert (1, "cuda_bf16.h") in symbols and (4, "__shfl_xor_sync") in symbols and (5, "% 32") in symbols
-    assert all(f["line"] not in (2, 3, 6) for f in with_c)  # comments, literals, an unclosed comment
+    k_cu = [f for f in with_c if f["file"] == "csrc/k.cu"]
+    assert all(f["line"] not in (2, 3, 6) for f in k_cu)  # comments, literals, an unclosed comment
+    w_cu = {(f["line"], f["symbol"]) for f in with_c if f["file"] == "csrc/w.cu"}
+    assert {
+        (2, "WARP_SIZE"),
+        (7, "& 0x1F"),
+        (7, ">> 5"),
+        (7, "0xffffffff"),
+        (8, "mov.u32"),
+        (9, "cg::reduce"),
+    } <= w_cu
+    assert (3, "__shfl_down_sync") not in w_cu  # only the CUDA-only kernel instantiates it
