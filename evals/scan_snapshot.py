@@ -24,24 +24,30 @@ from tools.scan import scan_report
 FIXTURE = Path(__file__).parent / "frameworks" / "tinyserve"
 
 
-def _trees(cache: Path) -> list[tuple[str, Path, str | None]]:
-    vllm, sglang = fetch_vllm(cache), fetch_sglang(cache)
-    return [
+def _trees(cache: Path, only: set[str] | None) -> list[tuple[str, Path, str | None]]:
+    """The trees to scan; sglang is downloaded only when one of its trees is asked for (`--only`
+    vllm-csrc works where GitHub cannot be reached)."""
+    vllm = fetch_vllm(cache)
+    trees = [
         ("vllm-csrc", vllm / "csrc", "vllm"),
         ("vllm-csrc-noprofile", vllm / "csrc", None),
         ("vllm-python", vllm / "vllm", "vllm"),
-        ("sgl-kernel", sglang / "sgl-kernel", "sglang"),
-        ("sgl-kernel-noprofile", sglang / "sgl-kernel", None),
-        ("sglang-python", sglang / "python", "sglang"),
-        ("tinyserve", FIXTURE, "tinyserve"),
-        ("tinyserve-noprofile", FIXTURE, None),
     ]
+    sglang_trees = [
+        ("sgl-kernel", "sgl-kernel", "sglang"),
+        ("sgl-kernel-noprofile", "sgl-kernel", None),
+        ("sglang-python", "python", "sglang"),
+    ]
+    if only is None or any(name in only for name, _, _ in sglang_trees):
+        sglang = fetch_sglang(cache)
+        trees += [(name, sglang / sub, profile) for name, sub, profile in sglang_trees]
+    return [*trees, ("tinyserve", FIXTURE, "tinyserve"), ("tinyserve-noprofile", FIXTURE, None)]
 
 
 def snapshot(cache: Path, only: set[str] | None = None) -> dict:
     """Name -> everything a scan reports (findings, not-built split, skips), JSON-ready."""
     out = {}
-    for name, root, profile in _trees(cache):
+    for name, root, profile in _trees(cache, only):
         if only and name not in only:
             continue
         report = scan_report(root, profile=load_profile(profile) if profile else None)

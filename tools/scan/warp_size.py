@@ -153,7 +153,7 @@ def _warp_size_definitions(masked: str, found: WordStarts) -> Iterator[Candidate
 
 def _full_masks(found: WordStarts) -> list[tuple[int, str]]:
     """(offset, 0xffffffff lowercased) of each full 32-bit mask word (no hex digit after it)."""
-    out = []
+    out: list[tuple[int, str]] = []
     for word, starts in found.items():
         m = _FULL_MASK.match(word) if word[:2] in ("0x", "0X") else None
         if m:
