@@ -76,6 +76,10 @@ def _compiled() -> ModuleType | None:
         from tools.cpp import _lexmask
     except ImportError:
         return None
+    # A build from before `words`/`directives` existed (a checkout updated without reinstalling):
+    # the Python twins give the same results.
+    if not all(hasattr(_lexmask, name) for name in ("mask", "words", "directives")):
+        return None
     return _lexmask
 
 
