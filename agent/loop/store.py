@@ -12,12 +12,13 @@ import time
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-from langgraph.checkpoint.sqlite import SqliteSaver
+from typing import TYPE_CHECKING
 
 from agent.loop.rundir import rocport_home
 from agent.loop.state import RECORDS
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.sqlite import SqliteSaver
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -126,7 +127,12 @@ def _row(row: tuple) -> RunRow:
 
 
 def open_checkpointer(home: Path | None = None) -> SqliteSaver:
-    """LangGraph's SQLite checkpointer on $ROCPORT_HOME/checkpoints.sqlite (caller closes .conn)."""
+    """LangGraph's SQLite checkpointer on $ROCPORT_HOME/checkpoints.sqlite (caller closes .conn).
+    LangGraph is imported here, not with the module: `rocport runs` and every other reader of the runs
+    table would otherwise pay its import (langchain_core, a tenth of a second of CPU) for nothing."""
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
     path = (home or rocport_home()) / "checkpoints.sqlite"
     conn = sqlite3.connect(path, check_same_thread=False, timeout=30)
     # only the run state's own record types are rebuilt from a checkpoint (besides LangGraph's safe ones)
