@@ -17,6 +17,7 @@ from rich.progress import (
     MofNCompleteColumn,
     Progress,
     SpinnerColumn,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
 )
@@ -41,7 +42,7 @@ def served_model(base_url: str, timeout_s: float = 10) -> str:
             f"cannot read the served model from {url} ({getattr(exc, 'reason', exc)}): is the "
             f"server running, or pass --model NAME"
         ) from None
-    ids = [m.get("id") for m in data.get("data", []) if isinstance(m, dict) and m.get("id")]
+    ids = [str(m["id"]) for m in data.get("data", []) if isinstance(m, dict) and m.get("id")]
     if not ids:
         raise ValueError(f"{url} lists no model: pass --model NAME")
     return ids[0]
@@ -55,7 +56,7 @@ class BenchProgress:
         self.done = dict.fromkeys(totals, 0)
         self.started = time.monotonic()
         self._progress: Progress | None = None
-        self._tasks: dict[str, int] = {}
+        self._tasks: dict[str, TaskID] = {}
         self._stop = threading.Event()
         self._beat: threading.Thread | None = None
 
@@ -140,7 +141,8 @@ def _mean(values) -> float | None:
 
 def workload_of(d: dict) -> dict:
     """What a result file says about its workload, read alike from ours, sglang's and vLLM's files."""
-    ours = d.get("workload") if isinstance(d.get("workload"), dict) else {}
+    workload = d.get("workload")
+    ours = workload if isinstance(workload, dict) else {}
     done = (d.get("completed") or 0) or None
     isl = (
         d.get("random_input_len")

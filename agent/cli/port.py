@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
@@ -17,12 +18,15 @@ from agent.config import JobError, PortJob, load_job
 from agent.profiles import ProfileError
 from sandboxes.base import SandboxError
 
+if TYPE_CHECKING:
+    from agent.loop.observer import Sink
+
 # agent.loop.port, agent.loop.store and agent.loop.observer pull in LangGraph (about a second of start-up): they are
 # imported inside the commands, so every other `rocport` command starts fast.
 
 
 def _ask_review(console: Console, pending: list[dict]) -> dict[int, bool]:
-    decisions = {}
+    decisions: dict[int, bool] = {}
     for item in pending:
         console.print(
             f"\n[bold]LLM patch[/bold] ({item['proposer']}) for {item['kind']}: {item['rationale']}"
@@ -158,8 +162,8 @@ def port(
             raise fail("--until applies to a new run; a resumed run keeps the job it started with")
         config = [*config, f"until={until}"]
     progress = None if json_events else RichProgress(console, title="port")
-    sinks = [JsonlSink()] if json_events else [progress] if progress else []
-    answer = approve
+    sinks: list[Sink] = [JsonlSink()] if json_events else [progress] if progress else []
+    answer: bool | dict[int, bool] | None = approve
     try:
         while True:
             if progress:

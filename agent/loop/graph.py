@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from langgraph.graph import END, START, StateGraph
 
@@ -51,7 +51,14 @@ NODES: dict[str, Callable[[PortState, RunEnv], dict]] = {
 }
 
 
-def _bind(name: str, fn: Callable[[PortState, RunEnv], dict], env: RunEnv) -> Callable[[PortState], dict]:
+class BoundNode(Protocol):
+    """A node as LangGraph calls it: the state in, the partial update out. (A Protocol, not a Callable
+    type: LangGraph's add_node overloads only match a callable whose parameter is named `state`.)"""
+
+    def __call__(self, state: PortState) -> dict[str, Any]: ...
+
+
+def _bind(name: str, fn: Callable[[PortState, RunEnv], dict], env: RunEnv) -> BoundNode:
     """The node as LangGraph calls it: announce the phase, account wall time, record progress."""
 
     def node(state: PortState) -> dict:

@@ -6,7 +6,7 @@ import json
 import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph.types import Command
 
@@ -23,6 +23,9 @@ from agent.proposers.base import Proposer, RulesProposer, llm_proposer_for
 from agent.proposers.llm.model import LLMError
 from agent.tune.sections import continue_into_tune
 from sandboxes.base import SandboxError
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig  # what LangGraph takes as a run's config
 
 
 class PortError(RuntimeError):
@@ -145,7 +148,7 @@ def resume_port(
     store.update(run_id, status="running")
     observer = Observer(rundir, sinks)
     observer.emit("run_resumed", answer=answer)
-    resume_input = Command(resume=answer) if answer is not None else None
+    resume_input: Command[Any] | None = Command(resume=answer) if answer is not None else None
     return _drive(job, profile, rundir, store, observer, review, model, resume_input, lock, announce=False)
 
 
@@ -191,7 +194,7 @@ def _invoke(
         proposers=_proposers(job, observer, model, announce),
     )
     graph = build_graph(env, saver)
-    config = {"configurable": {"thread_id": rundir.run_id}, "recursion_limit": 500}
+    config: RunnableConfig = {"configurable": {"thread_id": rundir.run_id}, "recursion_limit": 500}
     if graph_input is None and saver.get_tuple(config) is None:  # killed before the first checkpoint
         graph_input = PortState(run_id=rundir.run_id, started_at=time.time())
     env.repo = _clone_of(graph, config, graph_input)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TypedDict
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -88,6 +88,20 @@ def last_log_line(logs: Path | None) -> str:
     return lines[-1] if lines else ""
 
 
+class _Status(TypedDict):
+    """What the panel's status line shows: the phase and the run's counters."""
+
+    phase: str
+    iteration: int
+    open: int
+    fixed: int
+    kept: int
+    reverted: int
+    builds: int
+    launches: int
+    tokens: int
+
+
 class RichProgress:
     """Phase, iteration, failures, patches, builds, launches, tokens and elapsed time, kept live."""
 
@@ -108,7 +122,7 @@ class RichProgress:
         self.title = title
         self.heartbeat_s = heartbeat_s
         self.started = self.phase_started = time.monotonic()
-        self.status = {
+        self.status: _Status = {
             "phase": "-",
             "iteration": 0,
             "open": 0,
@@ -184,7 +198,8 @@ class RichProgress:
 
     def __rich__(self) -> Group:
         width = max(20, self.console.width - 4)
-        head = Text.assemble(self._spinner.render(time.monotonic()), " ", self._line())
+        frame = self._spinner.render(time.monotonic())  # a Text: the spinner has no text of its own
+        head = Text.assemble(frame if isinstance(frame, (str, Text)) else "", " ", self._line())
         rows: list[Any] = [head]
         if self.command:
             rows.append(Text(f"  $ {_fit(self.command, width)}", style="dim", no_wrap=True))

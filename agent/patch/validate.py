@@ -84,21 +84,22 @@ class Validator:
     def preprocess(self, files: list[str]) -> dict[str, list[str] | str]:
         """CUDA token streams of existing C/C++ files (or the error text when nvcc -E failed)."""
         out: dict[str, list[str] | str] = {}
-        if self.tools.cuda is None:
+        cuda = self.tools.cuda
+        if cuda is None:
             return out
         for rel in files:
             if rel.endswith(C_FILES) and (self.root / rel).is_file():
-                out[rel] = self._tokens(rel)
+                out[rel] = self._tokens(rel, cuda)
         return out
 
-    def _tokens(self, rel: str) -> list[str] | str:
+    def _tokens(self, rel: str, cuda: Sandbox) -> list[str] | str:
         cmd = _fmt(self.tools.cuda_preprocess, self.root, rel, self.tools.arch) + NEUTRAL_POSITION
         remembered = MEMO.get(self.root, cmd)  # the previous proposal's "after" is often this "before"
         if remembered is not None:
             return remembered
         # -E output is megabytes: sandboxes cap captured output, so it goes through a host file.
         with tempfile.NamedTemporaryFile(prefix="rocport-pp-", suffix=".i") as tmp:
-            res = self.tools.cuda.run(f"{cmd} > {tmp.name}", timeout=self.tools.timeout)
+            res = cuda.run(f"{cmd} > {tmp.name}", timeout=self.tools.timeout)
             if not res.ok:
                 return f"nvcc -E failed: {first_error(res.output)}"
             raw = Path(tmp.name).read_bytes()
@@ -179,7 +180,9 @@ class Validator:
                 )
         return checks
 
-    def _nvcc(self, units: list[str], diff: str, results: list[CommandResult]) -> list[CheckResult]:
+    def _nvcc(
+        self, units: list[str], diff: str, results: list[CommandResult], cuda: Sandbox
+    ) -> list[CheckResult]:
         checks = []
         for rel, res in zip(units, results, strict=True):
             cmd = res.cmd
@@ -188,7 +191,7 @@ class Validator:
                 continue
             revert_diff(self.root, diff)  # did it compile before the patch? only then is it our fault
             before = (
-                _run_all(self.tools, self.tools.cuda, self.tools.cuda_service, [cmd])[0]
+                _run_all(self.tools, cuda, self.tools.cuda_service, [cmd])[0]
                 if (self.root / rel).exists()
                 else None
             )
@@ -266,7 +269,7 @@ class Validator:
         checks += self._python([f for f in proposal.files if f.endswith(".py")], proposal.diff)
         checks += self._hip(units, failure, hip_results)
         if self.tools.cuda is not None:
-            checks += self._nvcc(units, proposal.diff, cuda_results)
+            checks += self._nvcc(units, proposal.diff, cuda_results, self.tools.cuda)
         elif units:  # say so in the evidence rather than imply the CUDA side was checked
             checks.append(CheckResult(name="cuda checks", ok=True, detail="skipped: no nvcc on this machine"))
         bad = [c for c in checks if not c.ok]

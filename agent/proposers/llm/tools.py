@@ -176,7 +176,7 @@ class ToolBox:
 
     def tool_read_file(self, path: str, start_line: Any = 1, end_line: Any = None) -> str:
         p = repo_path(self.root, path)
-        start = max(1, _line_arg("start_line", start_line, 1))
+        start = max(1, _line_arg("start_line", start_line, 1) or 1)
         end = _line_arg("end_line", end_line, None)
         if not p.is_file():
             return f"error: no file {path}"
