@@ -26,6 +26,8 @@ from tools.scan.cmake_conditions import Condition, Quoted, and3, not3, or3
 
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c", ".hip")
 TARGET_COMMANDS = ("define_extension_target", "add_library", "add_executable")
+_TRACKED = frozenset(("set", "list", "file", *TARGET_COMMANDS))
+"""What `command` reads; other commands (message, include, find_package, ...) are not expanded."""
 _ARG = re.compile(r'"((?:[^"\\]|\\.)*)"|(\()|(\))|([^\s()"]+)')
 _VAR = re.compile(r"\$\{(\w+)\}")
 _COMMAND_NAME = re.compile(r"[A-Za-z_]\w*")
@@ -139,7 +141,7 @@ class _Interpreter:
                 stack[-1] = (parent, or3(taken, cond))
             elif name == "endif" and stack:
                 live = stack.pop()[0]
-            elif live is not False:
+            elif live is not False and (name in _TRACKED or name.endswith("_add_library")):
                 self.command(name, self.expand(raw), certain=live is True)
 
     def command(self, name: str, args: list[str | None], certain: bool) -> None:

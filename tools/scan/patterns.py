@@ -104,14 +104,17 @@ def identifier_findings(src: SourceText, regions: Regions) -> tuple[list[Failure
         if name not in constructs:
             constructs[name] = classify_identifier(name)
         construct = constructs[name]
-        if construct is None or not regions.rocm_compiles(pos):
+        if construct is None:
+            continue
+        rocm, cuda = regions.at(pos)
+        if rocm is False:  # the ROCm build skips it
             continue
         directive = _directive_line(masked, pos)
         if directive is not None and directive != "define":
             continue
         if directive is None and _defines_here(masked, pos, end):
             provides.add(name)
-        if regions.shared_code(pos):  # the ROCm-only branch is the project's own ROCm code
+        if cuda is not False:  # shared code; the ROCm-only branch is the project's own ROCm code
             uses.setdefault(name, []).append(pos)
             if (
                 construct.kind == "warp_intrinsic"
