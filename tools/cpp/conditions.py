@@ -183,21 +183,22 @@ class _Parser:
 _NAMES = re.compile(r"[A-Za-z_]\w*")
 _CACHE: dict[tuple[str, str, tuple[Macro | None, ...], tuple[tuple[str, bool], ...]], int | None] = {}
 _CACHE_LIMIT = 50_000
+_MISSING = object()
 
 
 def evaluate(expr: str, config: BuildConfig) -> int | None:
     """The value of a `#if`/`#elif` expression under `config`; None when it cannot be known.
     Memoised on the expression and the states of the macros it names: the same guards
     (`defined(USE_ROCM)`, `__CUDA_ARCH__ >= 800`) recur in every file of a tree."""
-    names = _NAMES.findall(expr)
     key = (
         expr,
         config.name,
-        tuple(config.macros.get(n) for n in names),
+        tuple(map(config.macros.get, _NAMES.findall(expr))),
         tuple(sorted(config.header_exists.items())) if "__has_include" in expr else (),
     )
-    if key in _CACHE:
-        return _CACHE[key]
+    cached = _CACHE.get(key, _MISSING)  # one hash of the key (its macros hash in Python)
+    if cached is not _MISSING:
+        return cached  # type: ignore[return-value]
     value = _evaluate(expr, config)
     if len(_CACHE) < _CACHE_LIMIT:
         _CACHE[key] = value

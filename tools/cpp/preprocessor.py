@@ -140,7 +140,8 @@ class _Walker:
         self.touched: set[str] = set()
 
     def cond(self, expr: str) -> tuple[Tri, Tri]:
-        return tuple(_truth(evaluate(expr, c)) for c in self.configs)  # type: ignore[return-value]
+        rocm, cuda = self.configs
+        return _truth(evaluate(expr, rocm)), _truth(evaluate(expr, cuda))
 
     def defined(self, name: str, negate: bool) -> tuple[Tri, Tri]:
         out = []

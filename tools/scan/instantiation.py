@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from tools.cpp.preprocessor import Regions, Tri
-from tools.cpp.source import SourceText
+from tools.cpp.source import SourceText, words_with_prefixes
 from tools.scan.catalog import WORD_PREFIXES
 
 TRANSLATION_UNITS = (".cu", ".cpp", ".cc", ".cxx", ".c")
@@ -104,17 +104,21 @@ def uninstantiated_bodies(src: SourceText, regions: Regions) -> list[tuple[int, 
     masked = src.masked
     skipped = _rocm_skipped_stretches(regions, len(masked))
     spans = []
-    uses_of: dict[str, list[int]] = {}
+    templates = []
     for head in _template_heads(masked, src.words(WORD_PREFIXES)["template"]):
         found = _function_name(masked, head)
         if found is None:
             continue
         name, at, paren = found
-        if not any(masked.find(name, a, b) >= 0 for a, b in skipped):
-            continue  # not even the text of the name where the ROCm build skips code
-        if name not in uses_of:
-            uses_of[name] = _uses(masked, name)
-        uses = uses_of[name]
+        if any(masked.find(name, a, b) >= 0 for a, b in skipped):
+            templates.append((head, name, at, paren))
+        # else not even the text of the name where the ROCm build skips code
+    if not templates:
+        return []
+    # Every use of every name in one word search (a name is a word: its uses are the words equal to it).
+    uses_of = words_with_prefixes(masked, tuple({name for _, name, _, _ in templates}))
+    for head, name, at, paren in templates:
+        uses = uses_of.get(name, [])
         if all(regions.rocm_compiles(u) for u in uses if u != at):
             continue  # no use the ROCm build skips: the body matters (or nothing says otherwise)
         body = _body(masked, paren)
@@ -131,20 +135,6 @@ def _rocm_skipped_stretches(regions: Regions, size: int) -> list[tuple[int, int]
     return [
         (a, b) for a, b, (rocm, _) in zip(regions.starts, ends, regions.states, strict=True) if rocm is False
     ]
-
-
-def _uses(masked: str, name: str) -> list[int]:
-    """Offsets of `name` as a whole word (a literal search: a leading \\b would make the engine test
-    every character)."""
-    out = []
-    for u in re.finditer(re.escape(name), masked):
-        before, after = u.start() - 1, u.end()
-        if before >= 0 and (masked[before].isalnum() or masked[before] == "_"):
-            continue
-        if after < len(masked) and (masked[after].isalnum() or masked[after] == "_"):
-            continue
-        out.append(u.start())
-    return out
 
 
 def skip_spans(regions: Regions, spans: list[tuple[int, int]]) -> Regions:
