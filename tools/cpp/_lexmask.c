@@ -129,13 +129,36 @@ INLINE Py_ssize_t lexeme_end(const Text *t, Py_ssize_t i) {
     return -1;
 }
 
-/* Blank every lexeme of `t` in `dst` (a copy of it, made on the first lexeme: *out stays NULL for a
- * text without one). Returns -1 when the copy cannot be allocated. */
 /* Characters a lexeme can start with: '/', 'R', '"' and the single quote. */
 static unsigned char lexeme_head[128];
 
+/* Blank text[i:end] (newlines kept) in *out, a copy of the text made on the first call. Returns -1
+ * when the copy cannot be allocated. */
+INLINE int blank_span(const Text *t, PyObject *src, PyObject **out, Py_ssize_t i, Py_ssize_t end) {
+    if (*out == NULL) {
+        *out = PyUnicode_New(t->n, PyUnicode_MAX_CHAR_VALUE(src));
+        if (*out == NULL) return -1;
+        memcpy(PyUnicode_DATA(*out), t->data, (size_t)t->n * (size_t)t->kind);
+    }
+    void *dst = PyUnicode_DATA(*out);
+    if (t->kind == PyUnicode_1BYTE_KIND) { /* spaces up to each newline, a memset per line */
+        const char *src_chars = (const char *)t->data;
+        char *dst_chars = (char *)dst;
+        while (i < end) {
+            const char *nl = memchr(src_chars + i, '\n', (size_t)(end - i));
+            Py_ssize_t stop = nl ? nl - src_chars : end;
+            memset(dst_chars + i, ' ', (size_t)(stop - i));
+            i = stop < end ? stop + 1 : end;
+        }
+    } else {
+        for (; i < end; i++)
+            if (at(t, i) != '\n') PyUnicode_WRITE(t->kind, dst, i, ' ');
+    }
+    return 0;
+}
+
+/* Blank every lexeme of `t` (*out stays NULL for a text without one). */
 INLINE int scan_lexemes(const Text *t, PyObject *src, PyObject **out) {
-    void *dst = NULL;
     for (Py_ssize_t i = 0; i < t->n;) {
         Py_UCS4 c = at(t, i);
         Py_ssize_t end = (c < 128 && lexeme_head[c]) ? lexeme_end(t, i) : -1;
@@ -143,25 +166,8 @@ INLINE int scan_lexemes(const Text *t, PyObject *src, PyObject **out) {
             i++;
             continue;
         }
-        if (*out == NULL) {
-            *out = PyUnicode_New(t->n, PyUnicode_MAX_CHAR_VALUE(src));
-            if (*out == NULL) return -1;
-            dst = PyUnicode_DATA(*out);
-            memcpy(dst, t->data, (size_t)t->n * (size_t)t->kind);
-        }
-        if (t->kind == PyUnicode_1BYTE_KIND) { /* spaces up to each newline, a memset per line */
-            const char *src_chars = (const char *)t->data;
-            char *dst_chars = (char *)dst;
-            while (i < end) {
-                const char *nl = memchr(src_chars + i, '\n', (size_t)(end - i));
-                Py_ssize_t stop = nl ? nl - src_chars : end;
-                memset(dst_chars + i, ' ', (size_t)(stop - i));
-                i = stop < end ? stop + 1 : end;
-            }
-        } else {
-            for (; i < end; i++)
-                if (at(t, i) != '\n') PyUnicode_WRITE(t->kind, dst, i, ' ');
-        }
+        if (blank_span(t, src, out, i, end) < 0) return -1;
+        i = end;
     }
     return 0;
 }
@@ -181,6 +187,22 @@ static int scan_ucs4(const Text *t, PyObject *src, PyObject **out) {
     return scan_lexemes(&fixed, src, out);
 }
 
+/* The masked str from scan_lexemes' copy (NULL: the text itself, nothing was blanked). */
+static PyObject *masked_result(PyObject *arg, PyObject *out) {
+    if (out == NULL) { /* nothing to blank */
+        Py_INCREF(arg);
+        return arg;
+    }
+    if (PyUnicode_MAX_CHAR_VALUE(arg) > 127) {
+        /* Blanking may have removed every wide character: rebuild so the str has its narrowest
+         * form, as Python requires of every str (equality compares forms first). */
+        PyObject *narrow = PyUnicode_FromKindAndData(PyUnicode_KIND(out), PyUnicode_DATA(out), PyUnicode_GET_LENGTH(out));
+        Py_DECREF(out);
+        return narrow;
+    }
+    return out;
+}
+
 static PyObject *mask(PyObject *self, PyObject *arg) {
     if (!PyUnicode_Check(arg)) {
         PyErr_SetString(PyExc_TypeError, "mask() takes a str");
@@ -192,18 +214,7 @@ static PyObject *mask(PyObject *self, PyObject *arg) {
                  : t.kind == PyUnicode_2BYTE_KIND ? scan_ucs2(&t, arg, &out)
                                                   : scan_ucs4(&t, arg, &out);
     if (failed) return NULL;
-    if (out == NULL) {  /* nothing to blank */
-        Py_INCREF(arg);
-        return arg;
-    }
-    if (PyUnicode_MAX_CHAR_VALUE(arg) > 127) {
-        /* Blanking may have removed every wide character: rebuild so the str has its narrowest
-         * form, as Python requires of every str (equality compares forms first). */
-        PyObject *narrow = PyUnicode_FromKindAndData(t.kind, PyUnicode_DATA(out), t.n);
-        Py_DECREF(out);
-        return narrow;
-    }
-    return out;
+    return masked_result(arg, out);
 }
 
 /* Word characters as Python's regex \w and str.isalnum() see them (plus '_'), for code points below
@@ -373,6 +384,17 @@ static int record(PyObject *text, PyObject *found, Py_ssize_t start, Py_ssize_t 
 /* A wanted word starts where a prefix's first character follows a non-word character: that is
  * tested per character with one rarely taken branch, where a word-by-word walk would mispredict
  * at every word boundary (about one character in three in source code). */
+/* Whether a word of the first characters test at `i` can start with a prefix: its first one, two
+ * or three characters hit a hashed head. */
+INLINE int head_may_match(const Text *t, const Prefixes *p, Py_ssize_t i, Py_UCS4 c) {
+    Py_UCS4 b = i + 1 < t->n ? at(t, i + 1) : 0, d = i + 2 < t->n ? at(t, i + 2) : 0;
+    return has_head(p, 1, head_hash(c, 0, 0, 1)) || (i + 1 < t->n && has_head(p, 2, head_hash(c, b, 0, 2))) ||
+           (i + 2 < t->n && has_head(p, 3, head_hash(c, b, d, 3)));
+}
+
+/* A wanted word starts where a prefix's first character follows a non-word character: that is
+ * tested per character with one rarely taken branch, where a word-by-word walk would mispredict
+ * at every word boundary (about one character in three in source code). */
 INLINE int scan_words(const Text *t, PyObject *text, const Prefixes *p, PyObject *found) {
     int after_word = 0;
     for (Py_ssize_t i = 0; i < t->n; i++) {
@@ -380,11 +402,8 @@ INLINE int scan_words(const Text *t, PyObject *text, const Prefixes *p, PyObject
         int word = is_word(c); /* prefixes are made of word characters: first[c] implies it */
         int first = c < 256 ? p->first[c] : p->wide_first & word;
         if (first & !after_word) {
-            Py_UCS4 b = i + 1 < t->n ? at(t, i + 1) : 0, d = i + 2 < t->n ? at(t, i + 2) : 0;
             after_word = 1;
-            if (!has_head(p, 1, head_hash(c, 0, 0, 1)) && !(i + 1 < t->n && has_head(p, 2, head_hash(c, b, 0, 2))) &&
-                !(i + 2 < t->n && has_head(p, 3, head_hash(c, b, d, 3))))
-                continue; /* the characters after it are checked as word interiors */
+            if (!head_may_match(t, p, i, c)) continue; /* the characters after it are word interiors */
             Py_ssize_t end = i + 1;
             while (end < t->n && is_word(at(t, end))) end++;
             if (has_prefix(t, i, end, p) && record(text, found, i, end) < 0) return -1;
@@ -392,6 +411,44 @@ INLINE int scan_words(const Text *t, PyObject *text, const Prefixes *p, PyObject
             continue;
         }
         after_word = word;
+    }
+    return 0;
+}
+
+/* R"( at `i`: a raw string, which masking blanks from its R (so a word in the masked text ends before it). */
+INLINE int raw_string_at(const Text *t, Py_ssize_t i) {
+    return at(t, i) == 'R' && i + 1 < t->n && at(t, i + 1) == '"' && raw_string_end(t, i) >= 0;
+}
+
+/* scan_lexemes and scan_words over its result in one pass: outside lexemes the masked text is the
+ * text, so words are read from the text, ending before a raw string's R as they do once it is
+ * blanked; a lexeme is a boundary. */
+INLINE int scan_lexemes_words(const Text *t, PyObject *src, PyObject **out, const Prefixes *p, PyObject *found) {
+    int after_word = 0;
+    Py_ssize_t i = 0;
+    while (i < t->n) {
+        Py_UCS4 c = at(t, i);
+        if (c < 128 && lexeme_head[c]) {
+            Py_ssize_t end = lexeme_end(t, i);
+            if (end >= 0) {
+                if (blank_span(t, src, out, i, end) < 0) return -1;
+                i = end;
+                after_word = 0;
+                continue;
+            }
+        }
+        int word = is_word(c);
+        int first = c < 256 ? p->first[c] : p->wide_first & word;
+        if ((first & !after_word) && head_may_match(t, p, i, c)) {
+            Py_ssize_t end = i + 1;
+            while (end < t->n && is_word(at(t, end)) && !raw_string_at(t, end)) end++;
+            if (has_prefix(t, i, end, p) && record(src, found, i, end) < 0) return -1;
+            i = end; /* the character before is a word character */
+            after_word = 1;
+            continue;
+        }
+        after_word = word;
+        i++;
     }
     return 0;
 }
@@ -409,6 +466,47 @@ static int words_ucs2(const Text *t, PyObject *text, const Prefixes *p, PyObject
 static int words_ucs4(const Text *t, PyObject *text, const Prefixes *p, PyObject *found) {
     Text fixed = {PyUnicode_4BYTE_KIND, t->data, t->n};
     return scan_words(&fixed, text, p, found);
+}
+
+static int mask_words_ucs1(const Text *t, PyObject *src, PyObject **out, const Prefixes *p, PyObject *found) {
+    Text fixed = {PyUnicode_1BYTE_KIND, t->data, t->n};
+    return scan_lexemes_words(&fixed, src, out, p, found);
+}
+
+static int mask_words_ucs2(const Text *t, PyObject *src, PyObject **out, const Prefixes *p, PyObject *found) {
+    Text fixed = {PyUnicode_2BYTE_KIND, t->data, t->n};
+    return scan_lexemes_words(&fixed, src, out, p, found);
+}
+
+static int mask_words_ucs4(const Text *t, PyObject *src, PyObject **out, const Prefixes *p, PyObject *found) {
+    Text fixed = {PyUnicode_4BYTE_KIND, t->data, t->n};
+    return scan_lexemes_words(&fixed, src, out, p, found);
+}
+
+/* (mask(text), words(mask(text), prefixes)) in one pass over the text. */
+static PyObject *mask_words(PyObject *self, PyObject *args) {
+    PyObject *text, *prefixes;
+    if (!PyArg_ParseTuple(args, "UO!:mask_words", &text, &PyTuple_Type, &prefixes)) return NULL;
+    Prefixes p = {0};
+    Py_ssize_t n_codes;
+    Code *codes = load_prefixes(prefixes, &p, &n_codes);
+    if (codes == NULL) return NULL;
+    PyObject *found = PyDict_New(), *out = NULL, *result = NULL;
+    if (found != NULL) {
+        Text t = {PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text)};
+        int failed = t.kind == PyUnicode_1BYTE_KIND   ? mask_words_ucs1(&t, text, &out, &p, found)
+                     : t.kind == PyUnicode_2BYTE_KIND ? mask_words_ucs2(&t, text, &out, &p, found)
+                                                      : mask_words_ucs4(&t, text, &out, &p, found);
+        if (failed) {
+            Py_XDECREF(out);
+        } else {
+            PyObject *masked = masked_result(text, out);
+            if (masked != NULL) result = Py_BuildValue("(NO)", masked, found);
+        }
+        Py_DECREF(found);
+    }
+    free_prefixes(&p, codes, n_codes);
+    return result;
 }
 
 static PyObject *words(PyObject *self, PyObject *args) {
@@ -518,6 +616,7 @@ static PyObject *directives(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"mask", mask, METH_O, "The text with comments and literals blanked to spaces, newlines kept."},
     {"words", words, METH_VARARGS, "Every word starting with one of the prefixes -> its start offsets."},
+    {"mask_words", mask_words, METH_VARARGS, "(mask(text), words of it starting with a prefix) in one pass."},
     {"directives", directives, METH_VARARGS, "(offset, name, rest start, end) of each directive line named."},
     {NULL, NULL, 0, NULL},
 };

@@ -78,7 +78,7 @@ def _compiled() -> ModuleType | None:
         return None
     # A build from before `words`/`directives` existed (a checkout updated without reinstalling):
     # the Python twins give the same results.
-    if not all(hasattr(_lexmask, name) for name in ("mask", "words", "directives")):
+    if not all(hasattr(_lexmask, name) for name in ("mask", "words", "mask_words", "directives")):
         return None
     return _lexmask
 
@@ -90,33 +90,52 @@ compiled_words: Callable[[str, tuple[str, ...]], WordStarts] | None = _C.words i
 compiled_directives: Callable[[str, frozenset[str]], list[tuple[int, str, int, int]]] | None = (
     _C.directives if _C else None
 )
+compiled_mask_words: Callable[[str, tuple[str, ...]], tuple[str, WordStarts]] | None = (
+    _C.mask_words if _C else None
+)
 mask_comments_and_strings = compiled_mask or mask_with_regex
 """The text with comments and literals blanked to spaces; same length, same newlines."""
 words_with_prefixes = compiled_words or words_with_regex
 """Every word beginning with one of the prefixes -> its start offsets (see words_with_regex)."""
 
 
+def mask_words_with_regex(text: str, prefixes: tuple[str, ...]) -> tuple[str, WordStarts]:
+    """The masked text and its words beginning with one of `prefixes` (the C twin: one pass)."""
+    masked = mask_with_regex(text)
+    return masked, words_with_regex(masked, prefixes)
+
+
+mask_and_words = compiled_mask_words or mask_words_with_regex
+
+
 class SourceText:
     """A decoded file plus its masked twin; positions are character offsets into both."""
 
-    def __init__(self, path: str, raw: str):
+    def __init__(self, path: str, raw: str, word_prefixes: tuple[str, ...] = ()):
+        """`word_prefixes`: the tuple `words` will be asked for, found while masking (one pass)."""
         self.path = path
         """Repo-relative path, '/'-separated."""
         self.raw = raw
         self._marks = [0]
         self._mark_lines = [1]
+        self._word_prefixes = word_prefixes
         self._words: tuple[tuple[str, ...], WordStarts] | None = None
 
     @cached_property
     def masked(self) -> str:
         """Comments and literals blanked (computed on first use: Python files never need it)."""
-        return mask_comments_and_strings(self.raw)
+        if not self._word_prefixes:
+            return mask_comments_and_strings(self.raw)
+        masked, found = mask_and_words(self.raw, self._word_prefixes)
+        self._words = (self._word_prefixes, found)
+        return masked
 
     def words(self, prefixes: tuple[str, ...]) -> WordStarts:
         """Words of the masked text that begin with one of `prefixes` -> their start offsets: one
         pass per file for every detector that asks with the same tuple."""
+        masked = self.masked  # with word_prefixes, this finds their words too
         if self._words is None or self._words[0] is not prefixes:
-            self._words = (prefixes, words_with_prefixes(self.masked, prefixes))
+            self._words = (prefixes, words_with_prefixes(masked, prefixes))
         return self._words[1]
 
     def offset_of(self, line: int, byte_col: int) -> int:

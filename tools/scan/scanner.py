@@ -13,6 +13,7 @@ from tools.cpp.preprocessor import Seed, walk
 from tools.cpp.source import SourceText
 from tools.files import NotRegularFile, read_regular
 from tools.records import Failure
+from tools.scan.catalog import WORD_PREFIXES
 from tools.scan.instantiation import skip_spans, uninstantiated_bodies
 from tools.scan.patterns import cpp_findings
 from tools.scan.python_reach import imported_names
@@ -110,7 +111,7 @@ def scan_source(rel: str, data: bytes, *, hipify: bool = False, seed: Seed | Non
         and not CPP_CANDIDATES.search(data)
     ):
         return result
-    src = SourceText(rel, data.decode("utf-8", "surrogateescape"))
+    src = SourceText(rel, data.decode("utf-8", "surrogateescape"), () if is_python else WORD_PREFIXES)
     if is_python:
         result.findings, result.note = python_findings(src)
         return result

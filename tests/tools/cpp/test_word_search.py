@@ -10,7 +10,13 @@ import pytest
 
 from tests.conftest import require
 from tools.cpp.preprocessor import _WALKED, directives_with_regex
-from tools.cpp.source import compiled_directives, compiled_words, words_with_regex
+from tools.cpp.source import (
+    compiled_directives,
+    compiled_mask_words,
+    compiled_words,
+    mask_words_with_regex,
+    words_with_regex,
+)
 from tools.scan.catalog import WORD_PREFIXES
 
 PREFIX_SETS = [
@@ -57,6 +63,22 @@ def test_c_words_match_the_regex_on_random_text(c_words, prefixes):
     for _ in range(4000):
         text = "".join(rng.choice(ALPHABET) for _ in range(rng.randrange(0, 40)))
         assert c_words(text, prefixes) == words_with_regex(text, prefixes), repr(text)
+
+
+def test_masking_and_word_search_in_one_pass_match_the_two_twins(c_words):
+    """The scanner's own path: words are read outside lexemes, and a raw string's R (blanked by
+    masking) ends the word before it (`u8R"(...)"` leaves the word `u8`)."""
+    require(compiled_mask_words is not None, "the _lexmask C extension")
+    assert compiled_mask_words('u8R"(cudaX)" cudaY/*cudaZ*/cudaW', ("cu", "u8")) == (
+        "u8" + " " * 10 + " cudaY" + " " * 9 + "cudaW",
+        {"u8": [0], "cudaY": [13], "cudaW": [27]},
+    )
+    alphabet = [*"/*\"'R()\\\n acdu8_x32", "\u00e9", "\u2014", "\U0001f600", "\U0001d7d8"]
+    rng = random.Random(15)
+    for prefixes in (WORD_PREFIXES, ("R", "a", "u8", "c", "x", "_"), ("\u00e9", "\U0001d7d8"), ()):
+        for _ in range(4000):
+            text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 40)))
+            assert compiled_mask_words(text, prefixes) == mask_words_with_regex(text, prefixes), repr(text)
 
 
 def test_words_refuse_a_prefix_that_is_not_a_word_head(c_words):
