@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from agent.patch.units import HEADER_EXTS, include_graph, source_files
-from agent.proposers.rules.base import Workspace
+from agent.proposers.rules.base import Decline, Workspace
 
 COMPAT_NAME = "rocm_compat.h"
 # name -> (ROCm definition, CUDA definition). WARP32_* keep 32-lane logical warps on ROCm;
@@ -167,6 +167,10 @@ def plan_compat(
         needed.update(NEEDS.get(name, []))
     rel = find_compat(ws, file)
     old = ws.read(rel) if rel else None
+    if rel is not None and old is None:  # the walk lists it, yet it is no file: a dangling symlink
+        raise Decline(
+            f"{rel}: the compat header is not a readable file (a dangling symlink?): fix or remove it"
+        )
     defined = _defined(old or "")
     repo_warp_size = "WARP_SIZE" in defined or any(
         _OTHER_WARP_SIZE.search(ws.read(r) or "") for r in source_files(ws.root)
@@ -176,8 +180,8 @@ def plan_compat(
     if not missing and not with_warp_size:
         return rel, None
     body = block(missing, old or "", with_warp_size)
-    if rel is None or old is None:  # none yet (or it went unreadable): a new header
-        return rel or compat_location(ws, file), (None, NEW_HEADER.format(body=body))
+    if rel is None or old is None:  # no compat header yet (a path without text declined above)
+        return compat_location(ws, file), (None, NEW_HEADER.format(body=body))
     return rel, (old, insert_block(old, body))
 
 

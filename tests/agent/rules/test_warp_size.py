@@ -157,3 +157,13 @@ def test_cub_warp_threads_without_a_warp_size_gets_one_compat_header(git_repo):
     assert prop.files == ["csrc/gate.cu", "csrc/rocm_compat.h"]
     assert '+#include "rocm_compat.h"' in prop.diff and "+#define WARP_SIZE 64" in prop.diff
     assert "+constexpr int kWarpThreads = WARP_SIZE;" in prop.diff
+
+
+def test_a_dangling_compat_header_symlink_is_a_decline_naming_it_not_a_crash(git_repo):
+    """find_compat picks the header by name; a symlink to nowhere used to reach insert_block(None)."""
+    root = git_repo({"csrc/sums.cu": MIXED})
+    (root / "csrc" / "rocm_compat.h").symlink_to(root / "gone" / "rocm_compat.h")
+    fail = failure("warp_size", "csrc/sums.cu", "% 32")
+    fail.line = 4
+    [reason] = declines(root, fail)
+    assert "csrc/rocm_compat.h" in reason and "dangling symlink" in reason
