@@ -156,16 +156,20 @@ def _reuse(
 
 def _depend_compile(
     argv: list[str],
-    key_argv: list[str],
+    parts: tuple[list[str], list[str], str],
     cwd: str,
     cache: str,
     timeout: float | None,
     env: dict[str, str] | None,
     obj_path: str,
     started: float,
+    key_failure: bool = False,
 ) -> Result:
     """A first compile in a build: no preprocessor pass; the compiler lists what it read (-MD), which is
-    what the next identical compile is found by (ccache's depend mode). No line-marker-only reuse."""
+    what the next identical compile is found by (ccache's depend mode). No line-marker-only reuse.
+    `key_failure`: a failed compile (its dependency file deleted with it) is then keyed by its
+    preprocessed input, so the same failing tree asked again is answered from the cache."""
+    key_argv, pre_argv, _ = parts
     fd, depfile = tempfile.mkstemp(prefix="rocport-", suffix=".d")
     os.close(fd)
     try:
@@ -181,6 +185,12 @@ def _depend_compile(
         _store(cache, key, None, key_argv, result, obj_path)
         if read_text(os.path.join(cache, "e", key + ".json")):
             remember(cache, key_argv, cwd, deps, key)
+    elif key_failure and not result["timed_out"] and result["returncode"] != 0:
+        pre = run_argv(pre_argv, cwd, timeout, env)
+        if pre["returncode"] == 0:
+            exact, loose = _keys(key_argv, pre["_raw_stdout"])
+            _store(cache, exact, loose, key_argv, result, obj_path)
+            remember(cache, key_argv, cwd, preprocessed_deps(pre["_raw_stdout"], cwd), exact)
     _note(cache, "", argv)
     result["duration_s"] = time.monotonic() - started
     return {**result, "cached": ""}
@@ -227,10 +237,13 @@ def cached_compile(
     timeout: float | None,
     env: dict[str, str] | None = None,
     depend: bool = False,
+    edited: bool = False,
 ) -> Result:
     """Compile through the cache: a result dict with `cached` ('', 'direct', 'exact' or 'line markers
     only'). `depend`: a miss compiles at once and records its -MD dependencies (builds), instead of
-    keying it by its preprocessed input first (unit checks, whose reuse across patches needs that key)."""
+    keying it by its preprocessed input first (unit checks, whose reuse across patches needs that key).
+    `edited`: a unit a patch just edited for this compiler (its ROCm check): no other tree preprocesses
+    to the same input, so a miss compiles at once as in `depend`; a failure is keyed by its input."""
     parts = split_compile(argv)
     if parts is None or not cache:
         return {**run_argv(argv, cwd, timeout, env), "cached": ""}
@@ -240,8 +253,8 @@ def cached_compile(
     meta, name = direct(cache, key_argv, cwd)
     if meta is not None and name is not None:
         return _reuse(cache, meta, name, "direct", obj_path, argv, started)
-    if depend:
-        return _depend_compile(argv, key_argv, cwd, cache, timeout, env, obj_path, started)
+    if depend or edited:
+        return _depend_compile(argv, parts, cwd, cache, timeout, env, obj_path, started, edited)
     pre = run_argv(pre_argv, cwd, timeout, env)
     if pre["returncode"] != 0:  # a preprocessor error is the compile's own result: run it as is
         return {**run_argv(argv, cwd, timeout, env), "cached": ""}

@@ -44,15 +44,16 @@ def plain_argv(cmd: str) -> list[str] | None:
 
 def handle(request: dict[str, Any], cache: str) -> Result:
     """One request: {cmd, cwd, env, timeout, cache, mode} -> a result dict (no raw bytes). mode: "" (key
-    by preprocessed input), "depend" (compile at once, as a build), "index" (key a build's compile)."""
+    by preprocessed input), "depend" (compile at once, as a build), "edited" (at once, a failure keyed by
+    its input), "index" (key a build's compile)."""
     env = {**os.environ, **(request.get("env") or {})}
     argv = plain_argv(request["cmd"])
     mode = request.get("mode", "")
     if argv is not None and mode == "index":
         result = index_compile(argv, request["cwd"], cache, request["timeout"], env)
     elif argv is not None and request.get("cache", True):
-        depend = mode == "depend"
-        result = cached_compile(argv, request["cwd"], cache, request["timeout"], env, depend=depend)
+        depend, edited = mode == "depend", mode == "edited"
+        result = cached_compile(argv, request["cwd"], cache, request["timeout"], env, depend, edited)
     else:
         result = run_argv(["bash", "-c", request["cmd"]], request["cwd"], request["timeout"], env)
         result["cached"] = ""

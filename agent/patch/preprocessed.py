@@ -1,4 +1,4 @@
-"""CUDA preprocessor token streams remembered by what the preprocessor read.
+"""CUDA preprocessor outputs (agent.patch.identity.CudaText) remembered by what the preprocessor read.
 
 The CUDA `-E` identity proof preprocesses every touched file before and after each patch; in a wave the
 tree one proposal leaves ("after") is the tree the next one starts from ("before"), and a reverted patch
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from pathlib import Path
+from typing import Any
 
 from sandboxes.compile_deps import file_digest, preprocessed_deps
 
@@ -23,10 +24,10 @@ class PreprocessedMemo:
 
     def __init__(self, entries: int = ENTRIES):
         self.entries = entries
-        self._memo: OrderedDict[tuple[str, str, tuple], list[str]] = OrderedDict()
+        self._memo: OrderedDict[tuple[str, str, tuple], Any] = OrderedDict()
         self.hits = 0
 
-    def get(self, root: Path, cmd: str) -> list[str] | None:
+    def get(self, root: Path, cmd: str) -> Any:
         """The stream of `cmd` in `root` when all the files it read still read the same, else None."""
         for (where, command, deps), stream in reversed(self._memo.items()):
             if (where, command) == (str(root), cmd) and all(file_digest(n, str(root)) == d for n, d in deps):
@@ -35,7 +36,7 @@ class PreprocessedMemo:
                 return stream
         return None
 
-    def put(self, root: Path, cmd: str, preprocessed: bytes, stream: list[str]) -> None:
+    def put(self, root: Path, cmd: str, preprocessed: bytes, stream: Any) -> None:
         """Remember `stream`, made by `cmd` in `root`, with what its preprocessor read."""
         deps = tuple(tuple(pair) for pair in preprocessed_deps(preprocessed, str(root)))
         self._memo[(str(root), cmd, deps)] = stream

@@ -122,19 +122,31 @@ def compile_hip_unit(tools: Toolchains, root: Path, rel: str) -> CommandResult:
 
 
 def compile_both(
-    tools: Toolchains, root: Path, units: list[str]
+    tools: Toolchains, root: Path, units: list[str], edited: list[str] | tuple[str, ...] = ()
 ) -> tuple[list[CommandResult], list[CommandResult]]:
-    """Every unit with hipcc and (when present) nvcc; with both services warm, all of them at once."""
+    """Every unit with hipcc and (when present) nvcc; every request to a warm service is sent before any
+    answer is read, so both compilers work at once. `edited`: files the patch changed; their ROCm compile
+    is asked for in "edited" mode (no preprocessor pass first: the patch changed what hipcc sees, so no
+    earlier compile can answer it). Their CUDA compile keeps the preprocessed key: a guarded patch leaves
+    CUDA's input unchanged but for line markers, and an earlier clean nvcc compile of the unit answers."""
     hip_cmds = [_fmt(tools.hip_unit, root, rel, tools.arch, "hip") for rel in units]
     cuda_cmds = [_fmt(tools.cuda_unit, root, rel, tools.arch) for rel in units] if tools.cuda else []
-    if _live(tools.hip_service) and _live(tools.cuda_service) and units:
-        env, timeout = tools.extra_env or None, tools.timeout
-        hip_ids = [tools.hip_service.submit(c, env=env, timeout=timeout) for c in hip_cmds]
+    env, timeout = tools.extra_env or None, tools.timeout
+    hip_ids = cuda_ids = None
+    if _live(tools.hip_service):
+        modes = ["edited" if rel in edited else "" for rel in units]
+        hip_ids = [
+            tools.hip_service.submit(c, env=env, timeout=timeout, mode=m)
+            for c, m in zip(hip_cmds, modes, strict=True)
+        ]
+    if _live(tools.cuda_service):
         cuda_ids = [tools.cuda_service.submit(c, env=env, timeout=timeout) for c in cuda_cmds]
-        return (
-            [tools.hip_service.wait(i, c, timeout) for i, c in zip(hip_ids, hip_cmds, strict=True)],
-            [tools.cuda_service.wait(i, c, timeout) for i, c in zip(cuda_ids, cuda_cmds, strict=True)],
-        )
-    hip = _run_all(tools, tools.hip, tools.hip_service, hip_cmds)
-    cuda = _run_all(tools, tools.cuda, tools.cuda_service, cuda_cmds) if tools.cuda else []
+    if hip_ids is None:
+        hip = [tools.hip.run(c, env=env, timeout=timeout) for c in hip_cmds]
+    else:
+        hip = [tools.hip_service.wait(i, c, timeout) for i, c in zip(hip_ids, hip_cmds, strict=True)]
+    if cuda_ids is not None:
+        cuda = [tools.cuda_service.wait(i, c, timeout) for i, c in zip(cuda_ids, cuda_cmds, strict=True)]
+    else:
+        cuda = [tools.cuda.run(c, env=env, timeout=timeout) for c in cuda_cmds] if tools.cuda else []
     return hip, cuda

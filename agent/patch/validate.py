@@ -8,10 +8,15 @@ from __future__ import annotations
 import shlex
 import shutil
 import sys
-import tempfile
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
-from agent.patch.preprocessed import MEMO
+from agent.patch.identity import (  # noqa: F401 - re-exported: callers import them from here
+    C_FILES,
+    NEUTRAL_POSITION,
+    CudaIdentity,
+    first_error,
+)
 from agent.patch.toolchains import (  # noqa: F401 - re-exported: callers import them from here
     CUDA_PREPROCESS,
     CUDA_UNIT,
@@ -27,24 +32,10 @@ from agent.patch.toolchains import (  # noqa: F401 - re-exported: callers import
 from agent.patch.units import touched_units
 from sandboxes.base import CommandResult, Sandbox
 from sandboxes.local import LocalSandbox
-from tools.cpp.equivalence import cuda_tokens, normalize_warp_calls
+from tools.cpp.equivalence import cuda_tokens  # noqa: F401 - re-exported
 from tools.git import evidence_lines
 from tools.patching import PatchError, apply_diff, revert_diff
 from tools.records import CheckResult, Failure, PatchOutcome, Proposal
-
-C_FILES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".hip", ".h", ".hpp", ".hh", ".inl", ".c")
-# __LINE__/__COUNTER__ expand to where a macro is used: a guard added above a use would change them on CUDA
-# without changing what CUDA compiles, so the identity proof pins both (same flags before and after).
-NEUTRAL_POSITION = " -D__LINE__=0 -D__COUNTER__=0"
-
-
-def first_error(output: str) -> str:
-    """The first compiler line that mentions an error (else the last line), cut to 300 characters."""
-    for line in output.splitlines():
-        if "error" in line:
-            return line.strip()[:300]
-    lines = [ln for ln in output.splitlines() if ln.strip()]
-    return lines[-1][:300] if lines else "no output"
 
 
 def _check(name: str, result: CommandResult, ok: bool, detail: str) -> CheckResult:
@@ -62,73 +53,17 @@ def failure_gone(failure: Failure | None, output: str) -> bool:
     return not any(needle and needle in ln for ln in errors)
 
 
-def _equal_valued(old: list[str], new: list[str]) -> tuple[bool, str]:
-    """Token streams equal once warp-intrinsic masks/widths are spelled canonically (a repo helper macro
-    such as VLLM_SHFL_XOR_SYNC_WIDTH expands to the same call with `uint32_t(-1)` for `0xffffffff`)."""
-    (a, _), (b, changed) = normalize_warp_calls(old), normalize_warp_calls(new)
-    if a != b:
-        return False, ""
-    return True, (
-        f"CUDA preprocessor output identical except how {changed} warp-intrinsic call(s) spell equal "
-        f"values (full mask, width 32 = CUDA's default warpSize, parentheses)"
-    )
-
-
 class Validator:
     """Runs the checks for proposals against one repo checkout."""
 
     def __init__(self, root: Path, tools: Toolchains):
         self.root = Path(root).resolve()
         self.tools = tools
+        self.identity = CudaIdentity(self.root, tools)
 
     def preprocess(self, files: list[str]) -> dict[str, list[str] | str]:
         """CUDA token streams of existing C/C++ files (or the error text when nvcc -E failed)."""
-        out: dict[str, list[str] | str] = {}
-        cuda = self.tools.cuda
-        if cuda is None:
-            return out
-        for rel in files:
-            if rel.endswith(C_FILES) and (self.root / rel).is_file():
-                out[rel] = self._tokens(rel, cuda)
-        return out
-
-    def _tokens(self, rel: str, cuda: Sandbox) -> list[str] | str:
-        cmd = _fmt(self.tools.cuda_preprocess, self.root, rel, self.tools.arch) + NEUTRAL_POSITION
-        remembered = MEMO.get(self.root, cmd)  # the previous proposal's "after" is often this "before"
-        if remembered is not None:
-            return remembered
-        # -E output is megabytes: sandboxes cap captured output, so it goes through a host file.
-        with tempfile.NamedTemporaryFile(prefix="rocport-pp-", suffix=".i") as tmp:
-            res = cuda.run(f"{cmd} > {tmp.name}", timeout=self.tools.timeout)
-            if not res.ok:
-                return f"nvcc -E failed: {first_error(res.output)}"
-            raw = Path(tmp.name).read_bytes()
-        stream = cuda_tokens(raw.decode("utf-8", errors="replace"))
-        MEMO.put(self.root, cmd, raw, stream)
-        return stream
-
-    def _identity(self, before: dict, after: dict) -> list[CheckResult]:
-        checks = []
-        for rel, old in before.items():
-            new = after.get(rel)
-            same = isinstance(old, list) and old == new
-            detail = "CUDA preprocessor output identical (tokens; line markers ignored)"
-            if not same and isinstance(old, list) and isinstance(new, list):
-                same, detail = _equal_valued(old, new)
-            detail = (
-                detail
-                if same
-                else (
-                    old
-                    if isinstance(old, str)
-                    else new
-                    if isinstance(new, str)
-                    else f"CUDA preprocessor output changed ({len(old)} -> {len(new or [])} tokens)"
-                )
-            )
-            cmd = _fmt(self.tools.cuda_preprocess, self.root, rel, self.tools.arch) + NEUTRAL_POSITION
-            checks.append(CheckResult(name=f"cuda -E identity {rel}", ok=same, detail=detail, cmd=cmd))
-        return checks
+        return {rel: t if isinstance(t, str) else t.tokens for rel, t in self.identity.texts(files).items()}
 
     def _python(self, files: list[str], diff: str) -> list[CheckResult]:
         """Touched Python files must byte-compile, then import in the build sandbox (see agent.patch.pycheck)."""
@@ -209,63 +144,79 @@ class Validator:
         return checks
 
     def validate(self, proposal: Proposal, failure: Failure | None = None, keep: bool = True) -> PatchOutcome:
-        """Apply, check, and revert unless every check passes (or `keep` is False)."""
-        before = self.preprocess(proposal.files)
-        index_includers(self.tools, self.root, proposal.files)
-        try:
-            apply_diff(self.root, proposal.diff)
-        except PatchError as exc:
-            return PatchOutcome(proposal, applied=False, reason=str(exc))
-        units = touched_units(self.root, proposal.files, self.tools.sources)
-        try:
-            hip_results, cuda_results = compile_both(self.tools, self.root, units)
-            return self._judged(proposal, failure, before, units, hip_results, cuda_results, keep)
-        except BaseException:
-            revert_diff(self.root, proposal.diff)
-            raise
+        """Apply, check, and revert unless every check passes (or `keep` is False). The CUDA -E identity
+        runs beside the work that does not need it: "before" beside the includers' indexing, "after"
+        beside the compile round (hipcc and nvcc), not after it."""
+        with ThreadPoolExecutor(max_workers=1) as side:
+            pending = side.submit(self.identity.texts, proposal.files)
+            index_includers(self.tools, self.root, proposal.files)
+            before = pending.result()
+            try:
+                apply_diff(self.root, proposal.diff)
+            except PatchError as exc:
+                return PatchOutcome(proposal, applied=False, reason=str(exc))
+            units = touched_units(self.root, proposal.files, self.tools.sources)
+            after = side.submit(self.identity.texts, list(before))
+            try:
+                hip_results, cuda_results = compile_both(self.tools, self.root, units, proposal.files)
+                checks = self.identity.checks(before, after.result())
+                return self._judged(proposal, failure, checks, units, hip_results, cuda_results, keep)
+            except BaseException:
+                wait([after])  # it reads the patched tree: revert only once it is done
+                revert_diff(self.root, proposal.diff)
+                raise
 
     def validate_together(self, group: list[tuple[Proposal, Failure | None]]) -> list[PatchOutcome] | None:
         """Proposals that touch different units, applied together and all their units compiled in one
-        parallel round; each judged on its own units and reverted alone when not clean. None (nothing
-        left applied) when a diff does not apply or the applied patches' units overlap after all: the
-        caller then checks them one by one."""
-        befores = [self.preprocess(proposal.files) for proposal, _ in group]
-        index_includers(self.tools, self.root, [f for proposal, _ in group for f in proposal.files])
-        applied: list[Proposal] = []
-        try:
-            for proposal, _ in group:
-                apply_diff(self.root, proposal.diff)
-                applied.append(proposal)
-            units = [touched_units(self.root, p.files, self.tools.sources) for p, _ in group]
-            if len({u for us in units for u in us}) < sum(map(len, units)):
-                raise PatchError("the patches' units overlap once applied")
-            hip, cuda = compile_both(self.tools, self.root, [u for us in units for u in us])
-        except BaseException as exc:
-            for proposal in reversed(applied):
-                revert_diff(self.root, proposal.diff)
-            if isinstance(exc, PatchError):
-                return None
-            raise
+        parallel round (the CUDA -E identity of every member beside it); each judged on its own units and
+        reverted alone when not clean. None (nothing left applied) when a diff does not apply or the
+        applied patches' units overlap after all: the caller then checks them one by one."""
+        files = [f for proposal, _ in group for f in proposal.files]
+        with ThreadPoolExecutor(max_workers=1) as side:
+            pending = side.submit(lambda: [self.identity.texts(p.files) for p, _ in group])
+            index_includers(self.tools, self.root, files)
+            befores = pending.result()
+            applied: list[Proposal] = []
+            after: Future | None = None
+            try:
+                for proposal, _ in group:
+                    apply_diff(self.root, proposal.diff)
+                    applied.append(proposal)
+                units = [touched_units(self.root, p.files, self.tools.sources) for p, _ in group]
+                if len({u for us in units for u in us}) < sum(map(len, units)):
+                    raise PatchError("the patches' units overlap once applied")
+                after = side.submit(lambda: [self.identity.texts(list(b)) for b in befores])
+                hip, cuda = compile_both(self.tools, self.root, [u for us in units for u in us], files)
+                afters = after.result()
+            except BaseException as exc:
+                if after is not None:
+                    wait([after])
+                for proposal in reversed(applied):
+                    revert_diff(self.root, proposal.diff)
+                if isinstance(exc, PatchError):
+                    return None
+                raise
         outcomes, at = [], 0
-        for (proposal, failure), before, mine in zip(group, befores, units, strict=True):
+        for (proposal, failure), before, new, mine in zip(group, befores, afters, units, strict=True):
             own = slice(at, at + len(mine))
             at += len(mine)
-            outcomes.append(self._judged(proposal, failure, before, mine, hip[own], cuda[own], True))
+            checks = self.identity.checks(before, new)
+            outcomes.append(self._judged(proposal, failure, checks, mine, hip[own], cuda[own], True))
         return outcomes
 
     def _judged(
         self,
         proposal: Proposal,
         failure: Failure | None,
-        before: dict,
+        identity: list[CheckResult],
         units: list[str],
         hip_results: list[CommandResult],
         cuda_results: list[CommandResult],
         keep: bool,
     ) -> PatchOutcome:
-        """The checks of one applied proposal from its units' compiles; reverted unless all pass."""
-        checks: list[CheckResult] = []
-        checks += self._identity(before, self.preprocess(list(before)))
+        """The checks of one applied proposal from its CUDA identity checks and its units' compiles;
+        reverted unless all pass."""
+        checks = list(identity)
         checks += self._python([f for f in proposal.files if f.endswith(".py")], proposal.diff)
         checks += self._hip(units, failure, hip_results)
         if self.tools.cuda is not None:

@@ -168,6 +168,23 @@ def test_a_failing_build_compile_reports_the_compilers_error(hip_service):
     assert "Traceback" not in result.output
 
 
+def test_an_edited_units_failure_is_answered_again_from_the_cache(hip_service, tmp_path: Path):
+    """The ROCm check of a file a patch edited compiles at once ("edited": no preprocessor pass first);
+    when it fails, the error sorting's second ask is answered from the cache with the same messages (the
+    ROCm image's clang deletes the dependency file of a failed compile: the failure is then keyed by its
+    preprocessed input; a compiler that keeps the file, like this host's hipcc, is found by it)."""
+    root, _box, svc = hip_service
+    (root / "k.hip").write_text(KERNEL.replace("ONE", "undeclared_name"))
+    first = svc.wait(svc.submit(HIP_UNIT.format(out=tmp_path / "k.o"), mode="edited"), "k.hip", 600)
+    again = svc.run(HIP_UNIT.format(out=tmp_path / "k.o"))
+    assert not first.ok and not again.ok and "undeclared_name" in first.output
+    assert again.output == first.output
+    assert [line.split("\t")[0] for line in _ledger(svc)] == ["miss", "direct"]
+    (root / "k.hip").write_text(KERNEL)  # the next patch fixes it: compiled, not answered
+    assert svc.wait(svc.submit(HIP_UNIT.format(out=tmp_path / "k.o"), mode="edited"), "k.hip", 600).ok
+    assert [line.split("\t")[0] for line in _ledger(svc)] == ["miss", "direct", "miss"]
+
+
 OWNER = """
 import sys, time
 from pathlib import Path

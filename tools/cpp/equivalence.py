@@ -51,13 +51,13 @@ def tokens(text: str) -> list[str]:
     return TOKEN.findall(text)
 
 
-_LINE_MARKER = re.compile(r"^\s*#\s*(?:line\s+)?\d+(?:\s.*)?$", re.MULTILINE)
+LINE_MARKER = re.compile(r"^\s*#\s*(?:line\s+)?\d+(?:\s.*)?$", re.MULTILINE)
 
 
 def cuda_tokens(preprocessed: str) -> list[str]:
     """The token stream of preprocessor output, line markers and whitespace dropped (what the CUDA
     identity proof compares)."""
-    return tokens(_LINE_MARKER.sub("", preprocessed))
+    return tokens(LINE_MARKER.sub("", preprocessed))
 
 
 def split_args(toks: list[str], open_at: int) -> tuple[list[list[str]], int] | None:

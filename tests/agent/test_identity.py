@@ -1,0 +1,35 @@
+"""agent/patch/identity.py: the CUDA -E identity compares digests first and tokens only when they differ."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent.patch.identity import CudaIdentity, CudaText
+from agent.patch.toolchains import Toolchains
+from sandboxes.local import LocalSandbox
+
+BEFORE = '# 1 "k.cu"\nint x = f(1, 2);\n# 7 "k.cu" 2\nconst char* s = "a  b";\n'
+
+
+def _checks(tmp_path: Path, old: str, new: str):
+    identity = CudaIdentity(tmp_path, Toolchains(hip=LocalSandbox(tmp_path)))
+    return identity.checks({"k.cu": CudaText.of(old)}, {"k.cu": CudaText.of(new)})
+
+
+def test_moved_lines_are_identical_without_tokenizing(tmp_path: Path):
+    # a guard added above: blank lines and other line markers, the same code
+    after = '# 1 "k.cu"\n\n\n\n#line 9 "k.cu"\nint x = f(1, 2);\n\n# 12 "k.cu" 2\nconst char* s = "a  b";\n'
+    old, new = CudaText.of(BEFORE), CudaText.of(after)
+    assert old.digest == new.digest
+    [check] = _checks(tmp_path, BEFORE, after)
+    assert check.ok and "identical" in check.detail
+
+
+def test_respaced_code_is_identical_by_its_tokens_and_changed_code_is_not(tmp_path: Path):
+    respaced = BEFORE.replace("f(1, 2)", "f( 1,2 )")
+    assert CudaText.of(BEFORE).digest != CudaText.of(respaced).digest
+    assert _checks(tmp_path, BEFORE, respaced)[0].ok
+    [inside_string] = _checks(tmp_path, BEFORE, BEFORE.replace('"a  b"', '"a b"'))
+    assert not inside_string.ok and "changed" in inside_string.detail
+    [changed] = _checks(tmp_path, BEFORE, BEFORE.replace("f(1, 2)", "f(1, 3)"))
+    assert not changed.ok
