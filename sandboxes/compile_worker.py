@@ -14,7 +14,6 @@ import os
 import shlex
 import shutil
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -66,8 +65,10 @@ def serve(spool: str) -> None:
     req, res, cache = (os.path.join(spool, d) for d in ("req", "res", "cache"))
     for d in (req, res, cache):
         os.makedirs(d, exist_ok=True)
+    # Every request ever taken stays in `taken` (ids are unique): a listing made just before a quick
+    # request finished still names it, and taking it again answered it a second time with exit 125
+    # (its file was gone), overwriting the real answer before the host read it.
     taken: set[str] = set()
-    lock = threading.Lock()
 
     def work(name: str) -> None:
         path = os.path.join(req, name)
@@ -85,8 +86,6 @@ def serve(spool: str) -> None:
             }
         atomic_write(os.path.join(res, name), json.dumps(result).encode())
         os.unlink(path)
-        with lock:
-            taken.discard(name)
 
     atomic_write(os.path.join(spool, "ready"), str(os.getpid()).encode())
     # Started by its owner directly (exec): a new parent means the owner died without closing us
@@ -97,8 +96,7 @@ def serve(spool: str) -> None:
         while os.path.isdir(req) and os.getppid() == owner:
             fresh = [n for n in sorted(os.listdir(req)) if n.endswith(".json") and n not in taken]
             for name in fresh:
-                with lock:
-                    taken.add(name)
+                taken.add(name)
                 pool.submit(work, name)
             # quick while requests come, a few wake-ups a second when the run is elsewhere (a build)
             idle = 0.02 if fresh else min(idle * 1.5, 0.25)
