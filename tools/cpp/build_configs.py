@@ -34,10 +34,12 @@ class BuildConfig:
         return BuildConfig(self.name, dict(self.macros), self.header_exists)
 
     def lookup(self, name: str) -> Macro:
-        return self.macros.get(name, Macro(None))
+        return self.macros.get(name, _UNKNOWN)
 
 
 _DEF, _UNDEF = Macro(True, 1), Macro(False)
+_UNKNOWN = Macro(None)
+"""What lookup returns for a macro the configuration does not name (shared: Macro is frozen)."""
 ROCM_MACROS = ("USE_ROCM", "__HIP_PLATFORM_AMD__", "__HIP_PLATFORM_HCC__", "__HIPCC__", "__HIP__")
 """Defined by a ROCm build (hip-clang, or the build's -DUSE_ROCM); never by nvcc."""
 CUDA_COMPILER_MACROS = (

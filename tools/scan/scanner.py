@@ -89,7 +89,7 @@ def read_source(path: str | Path) -> tuple[bytes | None, str | None]:
         return None, f"unreadable: {exc.strerror or exc}"
     if len(data) > MAX_BYTES:
         return None, f"larger than {MAX_BYTES // (1024 * 1024)} MiB"
-    if b"\0" in data[:8192]:
+    if data.find(b"\0", 0, 8192) >= 0:
         return None, "binary file"
     return data, None
 
