@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from tools.cpp.build_configs import BuildConfig, Macro
 from tools.cpp.conditions import evaluate
@@ -60,8 +61,9 @@ def region_name(rocm: Tri, cuda: Tri) -> str:
     return "rocm_only" if cuda is False else "common"
 
 
-@dataclass
-class Include:
+class Include(NamedTuple):
+    """One `#include` (a named tuple: a tree walk makes thousands, and a dataclass costs more to build)."""
+
     header: str
     """The header as written between <> or quotes."""
     angled: bool
