@@ -10,12 +10,14 @@ cannot change the stream) and are the common case, so the tokens are made only w
 from __future__ import annotations
 
 import hashlib
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agent.patch.preprocessed import MEMO
+from agent.patch.units import HEADER_EXTS
 from tools.cpp.equivalence import LINE_MARKER, normalize_warp_calls, tokens
 from tools.records import CheckResult
 
@@ -26,6 +28,28 @@ C_FILES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".hip", ".h", ".hpp", ".hh", ".
 # __LINE__/__COUNTER__ expand to where a macro is used: a guard added above a use would change them on CUDA
 # without changing what CUDA compiles, so the identity proof pins both (same flags before and after).
 NEUTRAL_POSITION = " -D__LINE__=0 -D__COUNTER__=0"
+# A header's own -E output holds none of its macros (its includers expand them), so an unguarded change of
+# a macro's value would pass unseen: a header is preprocessed with -dD and the macros the header itself
+# defines for CUDA are compared too (those of the headers it includes, and command-line ones, are dropped).
+# A macro the patch adds under a new name is allowed (a compat helper's CUDA branch); one whose CUDA
+# definition changed or went away is not.
+_MARKER = re.compile(r'^#\s*(?:line\s+)?\d+\s+"((?:[^"\\]|\\.)*)"')
+_DIRECTIVE = re.compile(r"^\s*#\s*(?:define|undef)\b")
+_MACRO = re.compile(r"^\s*#\s*(define|undef)\s+(\w+)(.*)$")
+
+
+def own_defines_only(preprocessed: str, rel: str, root: Path) -> str:
+    """`preprocessed` (made with -dD) without the #define/#undef lines of any file but `rel`."""
+    own = {rel, f"./{rel}", str(root / rel)}
+    current, out = "", []
+    for line in preprocessed.splitlines():
+        marker = _MARKER.match(line)
+        if marker:
+            current = marker.group(1)
+        elif _DIRECTIVE.match(line) and current not in own:
+            continue
+        out.append(line)
+    return "\n".join(out) + "\n"
 
 
 @dataclass
@@ -35,13 +59,28 @@ class CudaText:
     text: str
     digest: str = ""
     """sha256 of the non-blank lines: equal digests mean equal token streams."""
+    macros: dict[str, str | None] = field(default_factory=dict)
+    """A header's own macros for CUDA (-dD): name -> its last definition, None when #undef'd last."""
     _tokens: list[str] | None = field(default=None, repr=False)
 
     @classmethod
     def of(cls, preprocessed: str) -> CudaText:
-        text = LINE_MARKER.sub("", preprocessed)
-        lines = "\n".join(line for line in text.splitlines() if line.strip())
-        return cls(text, hashlib.sha256(lines.encode()).hexdigest())
+        macros: dict[str, str | None] = {}
+        code = []
+        for line in LINE_MARKER.sub("", preprocessed).splitlines():
+            found = _MACRO.match(line)
+            if found is None:
+                code.append(line)
+                continue
+            what, name, rest = found.groups()
+            macros[name] = " ".join(rest.split()) if what == "define" else None
+        text = "\n".join(code) + "\n"
+        lines = "\n".join(line for line in code if line.strip())
+        return cls(text, hashlib.sha256(lines.encode()).hexdigest(), macros)
+
+    def changed_macros(self, after: CudaText) -> list[str]:
+        """This header's CUDA macros whose definition `after` changed or dropped (new names are fine)."""
+        return sorted(n for n, body in self.macros.items() if after.macros.get(n, "\0gone") != body)
 
     @property
     def tokens(self) -> list[str]:
@@ -85,7 +124,11 @@ class CudaIdentity:
     def command(self, rel: str) -> str:
         from agent.patch.toolchains import _fmt
 
-        return _fmt(self.tools.cuda_preprocess, self.root, rel, self.tools.arch) + NEUTRAL_POSITION
+        cmd = _fmt(self.tools.cuda_preprocess, self.root, rel, self.tools.arch) + NEUTRAL_POSITION
+        if not rel.endswith(HEADER_EXTS):
+            return cmd
+        nvcc = Path(self.tools.cuda_preprocess.split(maxsplit=1)[0]).name == "nvcc"
+        return cmd + (" -Xcompiler -dD" if nvcc else " -dD")
 
     def texts(self, files: list[str]) -> dict[str, CudaText | str]:
         """CUDA preprocessor output of existing C/C++ files (or the error text when nvcc -E failed)."""
@@ -106,30 +149,39 @@ class CudaIdentity:
             if not res.ok:
                 return f"nvcc -E failed: {first_error(res.output)}"
             raw = Path(tmp.name).read_bytes()
-        text = CudaText.of(raw.decode("utf-8", errors="replace"))
+        decoded = raw.decode("utf-8", errors="replace")
+        if rel.endswith(HEADER_EXTS):
+            decoded = own_defines_only(decoded, rel, self.root)
+        text = CudaText.of(decoded)
         MEMO.put(self.root, cmd, raw, text)
         return text
 
     def checks(self, before: dict, after: dict) -> list[CheckResult]:
-        """One check per file preprocessed before the patch: its CUDA tokens are unchanged."""
+        """One check per file preprocessed before the patch: its CUDA tokens (and a header's own CUDA macros)
+        are unchanged."""
         out = []
         for rel, old in before.items():
-            new = after.get(rel)
-            same, detail = False, ""
-            if isinstance(old, CudaText) and isinstance(new, CudaText):
-                same = old.digest == new.digest or old.tokens == new.tokens
-                detail = "CUDA preprocessor output identical (tokens; line markers ignored)"
-                if not same:
-                    same, detail = _equal_valued(old.tokens, new.tokens)
-            if not same:
-                detail = (
-                    old
-                    if isinstance(old, str)
-                    else new
-                    if isinstance(new, str)
-                    else f"CUDA preprocessor output changed ({_count(old)} -> {_count(new)} tokens)"
-                )
+            ok, detail = _compare(old, after.get(rel))
             out.append(
-                CheckResult(name=f"cuda -E identity {rel}", ok=same, detail=detail, cmd=self.command(rel))
+                CheckResult(name=f"cuda -E identity {rel}", ok=ok, detail=detail, cmd=self.command(rel))
             )
         return out
+
+
+def _compare(old: CudaText | str | None, new: CudaText | str | None) -> tuple[bool, str]:
+    """(same for CUDA, why): a string on either side is nvcc's error."""
+    if isinstance(old, str) or isinstance(new, str):
+        return False, old if isinstance(old, str) else str(new)
+    if old is None or new is None:  # the file is gone after the patch
+        return False, f"CUDA preprocessor output changed ({_count(old)} -> {_count(new)} tokens)"
+    same = old.digest == new.digest or old.tokens == new.tokens
+    detail = "CUDA preprocessor output identical (tokens; line markers ignored)"
+    if not same:
+        same, detail = _equal_valued(old.tokens, new.tokens)
+    if not same:
+        return False, f"CUDA preprocessor output changed ({_count(old)} -> {_count(new)} tokens)"
+    if changed := old.changed_macros(new):
+        return False, "CUDA macro definition changed: " + ", ".join(
+            f"{n} ({old.macros[n]!r} -> {new.macros.get(n, 'removed')!r})" for n in changed[:5]
+        )
+    return True, detail

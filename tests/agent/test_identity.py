@@ -33,3 +33,35 @@ def test_respaced_code_is_identical_by_its_tokens_and_changed_code_is_not(tmp_pa
     assert not inside_string.ok and "changed" in inside_string.detail
     [changed] = _checks(tmp_path, BEFORE, BEFORE.replace("f(1, 2)", "f(1, 3)"))
     assert not changed.ok
+
+
+HEADER = "#pragma once\n#define LANES 32\n__device__ inline int lanes() { return LANES; }\n"
+
+
+def _header_check(root: Path, new: str):
+    """The identity check of csrc/lanes.cuh before and after it is rewritten to `new`, with real nvcc."""
+    identity = CudaIdentity(root, Toolchains(hip=LocalSandbox(root), cuda=LocalSandbox(root)))
+    before = identity.texts(["csrc/lanes.cuh"])
+    (root / "csrc" / "lanes.cuh").write_text(new)
+    [check] = identity.checks(before, identity.texts(["csrc/lanes.cuh"]))
+    return check
+
+
+def test_a_header_macro_whose_value_changes_for_cuda_is_caught(tmp_path: Path, nvcc):
+    # LANES is used only by includers: the header's own -E output reads the same without -dD
+    (tmp_path / "csrc").mkdir()
+    (tmp_path / "csrc" / "lanes.cuh").write_text(HEADER)
+    changed = _header_check(tmp_path, HEADER.replace("LANES 32", "LANES 64"))
+    assert not changed.ok and "-dD" in changed.cmd
+
+
+def test_a_guarded_macro_and_a_compat_include_keep_the_header_identical(tmp_path: Path, nvcc):
+    (tmp_path / "csrc").mkdir()
+    (tmp_path / "csrc" / "compat.h").write_text("#pragma once\n#define ROCPORT_FULL_MASK 0xffffffffu\n")
+    (tmp_path / "csrc" / "lanes.cuh").write_text(HEADER)
+    guarded = HEADER.replace(
+        "#define LANES 32\n",
+        '#include "compat.h"\n#ifdef USE_ROCM\n#define LANES 64\n#else\n#define LANES 32\n#endif\n',
+    )
+    check = _header_check(tmp_path, guarded)
+    assert check.ok, check.detail  # the included header's own macros are not the patched file's
