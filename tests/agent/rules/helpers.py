@@ -49,3 +49,18 @@ def image_toolchains(root: Path, image: str, arch: str) -> Toolchains:
 
 def validate(root: Path, tools: Toolchains, proposal, fail: Failure):
     return Validator(root, tools).validate(proposal, fail)
+
+
+def prove_inline_ptx(git_repo, rocm_image: str, kernel: str, symbol: str, constraint: str):
+    """A header kernel with an asm statement hipcc rejects, its unit including it: the rules' patch, kept
+    with every check passing (hipcc gfx942 in the image, nvcc, CUDA identity); returns (root, proposal)."""
+    root = git_repo({"csrc/kernel.cuh": kernel, "csrc/unit.cu": '#include "kernel.cuh"\n'})
+    fail = failure(
+        "inline_ptx", "csrc/kernel.cuh", symbol, f"invalid output constraint '{constraint}' in asm"
+    )
+    fail.facts["unit"] = "csrc/unit.cu"
+    prop = propose(root, fail)
+    outcome = validate(root, image_toolchains(root, rocm_image, "gfx942"), prop, fail)
+    assert outcome.kept, outcome.reason
+    assert all(c.ok for c in outcome.checks), [c.detail for c in outcome.checks]
+    return root, prop

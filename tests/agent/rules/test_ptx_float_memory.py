@@ -10,7 +10,7 @@ import subprocess
 
 from agent.proposers.rules.ptx_float import FP8_HELPERS
 from agent.proposers.rules.ptx_translate import translate
-from tests.agent.rules.helpers import failure, image_toolchains, propose, validate
+from tests.agent.rules.helpers import prove_inline_ptx
 
 # Shaped like vLLM 0.34.0's csrc/moe/muse_spark_routing.cu, quantization/fp4/nvfp4_utils.cuh,
 # qwen4_exp/hc_up_gate_mix.cu and fused_minimax_m3_qknorm_rope_kv_insert_kernel.cu.
@@ -93,19 +93,8 @@ __global__ void k(uint32_t* peer, uint32_t* self, int* counter, uint32_t flag) {
 """
 
 
-def _prove(git_repo, rocm_image, kernel: str, symbol: str):
-    root = git_repo({"csrc/kernel.cuh": kernel, "csrc/unit.cu": '#include "kernel.cuh"\n'})
-    fail = failure("inline_ptx", "csrc/kernel.cuh", symbol, "invalid output constraint '=f' in asm")
-    fail.facts["unit"] = "csrc/unit.cu"
-    prop = propose(root, fail)
-    outcome = validate(root, image_toolchains(root, rocm_image, "gfx942"), prop, fail)
-    assert outcome.kept, outcome.reason
-    assert all(c.ok for c in outcome.checks), [c.detail for c in outcome.checks]
-    return root, prop
-
-
 def test_float_approximations_and_fp8_pack_are_translated_and_proven(git_repo, rocm_image, nvcc):
-    _root, prop = _prove(git_repo, rocm_image, FLOAT_KERNEL, "ex2.approx")
+    _root, prop = prove_inline_ptx(git_repo, rocm_image, FLOAT_KERNEL, "ex2.approx", "=f")
     for line in (
         "+  r = __builtin_amdgcn_exp2f(x);",
         "+  b = __builtin_amdgcn_rcpf(a);",
@@ -126,7 +115,7 @@ def test_float_approximations_and_fp8_pack_are_translated_and_proven(git_repo, r
 def test_memory_ordering_keeps_its_order_and_scope_on_rocm(git_repo, rocm_image, nvcc):
     from sandboxes.docker import DockerSandbox
 
-    root, prop = _prove(git_repo, rocm_image, FLAGS_KERNEL, "ld.acquire.sys")
+    root, prop = prove_inline_ptx(git_repo, rocm_image, FLAGS_KERNEL, "ld.acquire.sys", "=f")
     assert (
         "+  flag = __hip_atomic_load(reinterpret_cast<const uint32_t*>(flag_addr), __ATOMIC_ACQUIRE, "
         "__HIP_MEMORY_SCOPE_SYSTEM);" in prop.diff

@@ -11,7 +11,7 @@ import subprocess
 
 from agent.proposers.rules.ptx_half import HALF_HELPERS
 from agent.proposers.rules.ptx_translate import translate
-from tests.agent.rules.helpers import failure, image_toolchains, propose, validate
+from tests.agent.rules.helpers import prove_inline_ptx
 
 HALF_KERNEL = r"""#include <cstdint>
 
@@ -113,17 +113,6 @@ __global__ void k(uint64_t* slots, const u32x4_t* src, uint32_t* flags) {
 """
 
 
-def _prove(git_repo, rocm_image, kernel: str, symbol: str):
-    root = git_repo({"csrc/kernel.cuh": kernel, "csrc/unit.cu": '#include "kernel.cuh"\n'})
-    fail = failure("inline_ptx", "csrc/kernel.cuh", symbol, "invalid output constraint '=h' in asm")
-    fail.facts["unit"] = "csrc/unit.cu"
-    prop = propose(root, fail)
-    outcome = validate(root, image_toolchains(root, rocm_image, "gfx942"), prop, fail)
-    assert outcome.kept, outcome.reason
-    assert all(c.ok for c in outcome.checks), [c.detail for c in outcome.checks]
-    return root, prop
-
-
 def _device_code(root, rocm_image, flags: str) -> str:
     from sandboxes.docker import DockerSandbox
 
@@ -138,7 +127,7 @@ def _device_code(root, rocm_image, flags: str) -> str:
 
 
 def test_half_precision_ptx_is_translated_and_runs_the_amdgpu_half_instructions(git_repo, rocm_image, nvcc):
-    root, prop = _prove(git_repo, rocm_image, HALF_KERNEL, "cvt.rn.f16.f32")
+    root, prop = prove_inline_ptx(git_repo, rocm_image, HALF_KERNEL, "cvt.rn.f16.f32", "=h")
     for line in (
         "+  h = rocm_compat_f16_bits(__float2half_rn(f));",
         "+  f = __half2float(rocm_compat_f16(h));",
@@ -159,7 +148,7 @@ def test_half_precision_ptx_is_translated_and_runs_the_amdgpu_half_instructions(
 
 
 def test_64bit_operand_ptx_is_translated_with_its_order_and_scope(git_repo, rocm_image, nvcc):
-    root, prop = _prove(git_repo, rocm_image, WIDE_KERNEL, "ld.global.nc.v4.u32")
+    root, prop = prove_inline_ptx(git_repo, rocm_image, WIDE_KERNEL, "ld.global.nc.v4.u32", "=h")
     for line in (
         "+  global = uint64_t(slot);",
         "+  desired = uint64_t(lo) | (uint64_t(hi) << 32);",
