@@ -34,8 +34,7 @@ NEUTRAL_POSITION = " -D__LINE__=0 -D__COUNTER__=0"
 # A macro the patch adds under a new name is allowed (a compat helper's CUDA branch); one whose CUDA
 # definition changed or went away is not.
 _MARKER = re.compile(r'^#\s*(?:line\s+)?\d+\s+"((?:[^"\\]|\\.)*)"')
-_DIRECTIVE = re.compile(r"^\s*#\s*(?:define|undef)\b")
-_MACRO = re.compile(r"^\s*#\s*(define|undef)\s+(\w+)(.*)$")
+_MACRO = re.compile(r"^[ \t]*#[ \t]*(define|undef)[ \t]+(\w+)(.*)$", re.MULTILINE)
 
 
 def own_defines_only(preprocessed: str, rel: str, root: Path) -> str:
@@ -46,7 +45,7 @@ def own_defines_only(preprocessed: str, rel: str, root: Path) -> str:
         marker = _MARKER.match(line)
         if marker:
             current = marker.group(1)
-        elif _DIRECTIVE.match(line) and current not in own:
+        elif _MACRO.match(line) and current not in own:
             continue
         out.append(line)
     return "\n".join(out) + "\n"
@@ -65,17 +64,13 @@ class CudaText:
 
     @classmethod
     def of(cls, preprocessed: str) -> CudaText:
-        macros: dict[str, str | None] = {}
-        code = []
-        for line in LINE_MARKER.sub("", preprocessed).splitlines():
-            found = _MACRO.match(line)
-            if found is None:
-                code.append(line)
-                continue
-            what, name, rest = found.groups()
-            macros[name] = " ".join(rest.split()) if what == "define" else None
-        text = "\n".join(code) + "\n"
-        lines = "\n".join(line for line in code if line.strip())
+        text = LINE_MARKER.sub("", preprocessed)
+        # only a header's -dD output has macro lines; one regex pass over the text finds them (no Python
+        # step per line of a unit's megabytes)
+        macros = {m[2]: " ".join(m[3].split()) if m[1] == "define" else None for m in _MACRO.finditer(text)}
+        if macros:
+            text = _MACRO.sub("", text)
+        lines = "\n".join(line for line in text.splitlines() if line.strip())
         return cls(text, hashlib.sha256(lines.encode()).hexdigest(), macros)
 
     def changed_macros(self, after: CudaText) -> list[str]:
