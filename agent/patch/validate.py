@@ -11,18 +11,9 @@ import sys
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
-from agent.patch.identity import (  # noqa: F401 - re-exported: callers import them from here
-    C_FILES,
-    NEUTRAL_POSITION,
-    CudaIdentity,
-    first_error,
-)
-from agent.patch.toolchains import (  # noqa: F401 - re-exported: callers import them from here
-    CUDA_PREPROCESS,
-    CUDA_UNIT,
-    HIP_UNIT,
+from agent.patch.identity import CudaIdentity, first_error
+from agent.patch.toolchains import (  # noqa: F401 - compile_hip_unit(s): callers import them from here
     Toolchains,
-    _fmt,
     _run_all,
     compile_both,
     compile_hip_unit,
@@ -32,7 +23,6 @@ from agent.patch.toolchains import (  # noqa: F401 - re-exported: callers import
 from agent.patch.units import touched_units
 from sandboxes.base import CommandResult, Sandbox
 from sandboxes.local import LocalSandbox
-from tools.cpp.equivalence import cuda_tokens  # noqa: F401 - re-exported
 from tools.git import evidence_lines
 from tools.patching import PatchError, apply_diff, revert_diff
 from tools.records import CheckResult, Failure, PatchOutcome, Proposal
