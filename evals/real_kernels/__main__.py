@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from evals.real_kernels.score import score
-from evals.real_kernels.sources import CACHE, OWN, fetch_sdist, load_tasks, materialize, unit_of
+from evals.real_kernels.sources import CACHE, OWN, fetch_sdist, include_dirs, load_tasks, materialize, unit_of
 
 COLUMNS = ("hip_before", "hip_after", "nvcc_after", "cuda_identical", "idempotent", "formatted")
 
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     for split, task in tasks:
         sdist = None if task.package == OWN else fetch_sdist(task.package, task.version)
         repo = materialize(task, sdist, work / "repos" / task.name)
-        s = score(task.name, repo, unit_of(task), args.image, args.arch, logs)
+        s = score(task.name, repo, unit_of(task), args.image, args.arch, logs, tuple(include_dirs(task)))
         rows.append({"split": split, **s.to_dict()})
         marks = " ".join(f"{c}={'Y' if getattr(s, c) else 'n'}" for c in COLUMNS)
         print(f"{split:4} {task.name:28} {marks} commits={s.commits} {s.first_error[:100]}", flush=True)

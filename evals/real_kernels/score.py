@@ -1,6 +1,7 @@
 """Score `rocport fix` on one real kernel: hipcc gfx942, nvcc sm_90, CUDA identity, idempotence, clang-format.
 
-Every check compiles the task's unit the way the task repo is laid out (root on the include path):
+Every check compiles the task's unit the way the task repo is laid out (root, then the task's further include
+roots, on the include path):
 hipcc in the ROCm image, nvcc on the host. CUDA identity compares nvcc -E token streams of the unit
 before and after the fix; the second run must commit nothing; clang-format of the lines the fix touched
 must change nothing.
@@ -16,13 +17,15 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import yaml
+
 from tools import git as gitops
 from tools.cpp.equivalence import cuda_tokens, normalize_warp_calls
 from tools.repo_style import has_style
 
-HIPCC = "hipcc -x hip -DUSE_ROCM --offload-arch={arch} -I. -c {unit} -o /tmp/rocport-eval.o"
-NVCC = "nvcc -x cu -std=c++17 -arch=sm_90 -I. -c {unit} -o /tmp/rocport-eval-cuda.o"
-NVCC_E = "nvcc -x cu -std=c++17 -arch=sm_90 -I. -E {unit}"
+HIPCC = "hipcc -x hip -DUSE_ROCM --offload-arch={arch} {includes} -c {unit} -o /tmp/rocport-eval.o"
+NVCC = "nvcc -x cu -std=c++17 -arch=sm_90 {includes} -c {unit} -o /tmp/rocport-eval-cuda.o"
+NVCC_E = "nvcc -x cu -std=c++17 -arch=sm_90 {includes} -E {unit}"
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
 
 
@@ -52,9 +55,15 @@ def run(cmd: str, cwd: Path, timeout: float = 900) -> subprocess.CompletedProces
     )
 
 
-def hipcc(repo: Path, unit: str, image: str, arch: str) -> subprocess.CompletedProcess:
+def _flags(includes: tuple[str, ...]) -> str:
+    return " ".join(f"-I{shlex.quote(d)}" for d in includes)
+
+
+def hipcc(
+    repo: Path, unit: str, image: str, arch: str, includes: tuple[str, ...] = (".",)
+) -> subprocess.CompletedProcess:
     """Compile the unit with the image's hipcc (no network, the repo mounted at its own path)."""
-    inner = HIPCC.format(arch=arch, unit=shlex.quote(unit))
+    inner = HIPCC.format(arch=arch, includes=_flags(includes), unit=shlex.quote(unit))
     return run(f"docker run --rm --network none -v {repo}:{repo} -w {repo} {image} {inner}", repo)
 
 
@@ -62,9 +71,9 @@ def first_error(output: str) -> str:
     return next((ln.strip()[:240] for ln in output.splitlines() if "error" in ln), "")
 
 
-def cuda_stream(repo: Path, unit: str) -> list[str] | str:
+def cuda_stream(repo: Path, unit: str, includes: tuple[str, ...] = (".",)) -> list[str] | str:
     with tempfile.NamedTemporaryFile(suffix=".i") as tmp:
-        res = run(f"{NVCC_E.format(unit=shlex.quote(unit))} > {tmp.name}", repo)
+        res = run(f"{NVCC_E.format(includes=_flags(includes), unit=shlex.quote(unit))} > {tmp.name}", repo)
         if res.returncode:
             return "nvcc -E failed: " + first_error(res.stderr)
         return cuda_tokens(Path(tmp.name).read_text(errors="replace"))
@@ -98,29 +107,56 @@ def format_clean(repo: Path, base: str) -> tuple[bool, list[str]]:
     return not dirty, dirty
 
 
-def rocport_fix(repo: Path, log: Path, arch: str) -> subprocess.CompletedProcess:
+def fix_profile(name: str, includes: tuple[str, ...], dest: Path) -> Path | None:
+    """A profile YAML that tells `rocport fix` the task's include folders, as a user with a multi-root
+    build would (its unit compiles then see them, like the harness's); None when the root is the only one."""
+    if includes == (".",):
+        return None
+    extra = " ".join(f"-I{shlex.quote(d)}" for d in includes[1:])
+    unit = "-I{dir} -I{root} " + extra
+    profile = {
+        "name": name,
+        "description": "rocport real-kernel eval task: one header or unit, no server",
+        "build": {"rocm": HIPCC.format(arch="{arch}", includes=_flags(includes), unit="UNIT")},
+        "unit": {
+            "hip": f"hipcc -x hip -DUSE_ROCM --offload-arch={{arch}} {unit} -c {{file}} -o {{out}}",
+            "cuda": f"nvcc -x cu -arch=sm_90 {unit} -c {{file}} -o {{out}}",
+            "cuda_preprocess": f"nvcc -x cu -arch=sm_90 -E {unit} {{file}}",
+            "sources": ["**/*.cu", "**/*.cpp"],
+        },
+        "launch": {"command": "true"},
+    }
+    dest.write_text(yaml.safe_dump(profile, sort_keys=False))
+    return dest
+
+
+def rocport_fix(repo: Path, log: Path, arch: str, profile: Path | None = None) -> subprocess.CompletedProcess:
     rocport = Path(sys.executable).with_name("rocport")
-    return run(f"{rocport} fix {repo} --log {log} --arch {arch}", repo, timeout=3600)
+    extra = f" --profile {profile}" if profile else ""
+    return run(f"{rocport} fix {repo} --log {log} --arch {arch}{extra}", repo, timeout=3600)
 
 
-def score(name: str, repo: Path, unit: str, image: str, arch: str, logs: Path) -> KernelScore:
+def score(
+    name: str, repo: Path, unit: str, image: str, arch: str, logs: Path, includes: tuple[str, ...] = (".",)
+) -> KernelScore:
     """Fix the repo once, score it, then run the fix again on a fresh build log to check idempotence."""
     s = KernelScore(name)
     base = gitops.head(repo)
-    before_tokens = cuda_stream(repo, unit)
-    first = hipcc(repo, unit, image, arch)
+    profile = fix_profile(name, includes, logs / f"{name}.profile.yaml")
+    before_tokens = cuda_stream(repo, unit, includes)
+    first = hipcc(repo, unit, image, arch, includes)
     s.hip_before = first.returncode == 0
     log = logs / f"{name}.hipcc.log"
     log.write_text(first.stdout + first.stderr)
     if not s.hip_before:
-        out = rocport_fix(repo, log, arch)
+        out = rocport_fix(repo, log, arch, profile)
         (logs / f"{name}.fix.log").write_text(out.stdout + out.stderr)
     s.commits = int(gitops.git(repo, "rev-list", "--count", f"{base}..HEAD") or 0)
-    after = hipcc(repo, unit, image, arch)
+    after = hipcc(repo, unit, image, arch, includes)
     s.hip_after = after.returncode == 0
     s.first_error = first_error(after.stdout + after.stderr)
-    s.nvcc_after = run(NVCC.format(unit=shlex.quote(unit)), repo).returncode == 0
-    after_tokens = cuda_stream(repo, unit)
+    s.nvcc_after = run(NVCC.format(includes=_flags(includes), unit=shlex.quote(unit)), repo).returncode == 0
+    after_tokens = cuda_stream(repo, unit, includes)
     s.cuda_identical = isinstance(before_tokens, list) and isinstance(after_tokens, list)
     if isinstance(before_tokens, list) and isinstance(after_tokens, list) and before_tokens != after_tokens:
         # a repo helper may spell a mask differently
@@ -132,7 +168,7 @@ def score(name: str, repo: Path, unit: str, image: str, arch: str, logs: Path) -
     log2 = logs / f"{name}.hipcc2.log"
     log2.write_text(after.stdout + after.stderr)
     if not s.hip_after:
-        out = rocport_fix(repo, log2, arch)
+        out = rocport_fix(repo, log2, arch, profile)
         (logs / f"{name}.fix2.log").write_text(out.stdout + out.stderr)
     s.idempotent = gitops.head(repo) == head and not gitops.dirty_files(repo)
     return s

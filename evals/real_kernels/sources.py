@@ -3,7 +3,8 @@
 Nothing third-party is committed: a task file names the package, version and path; the sdist is
 downloaded from PyPI at eval time into ~/.cache/rocport-evals (or $ROCPORT_EVALS_CACHE) and the task repo
 is built there from it, with the kernel, the headers it includes (transitively) and the project's
-.clang-format. A task may add a small instantiating unit of our own (`unit:`) that includes the kernel.
+.clang-format. A task may add a small instantiating unit of our own (`unit:`) that includes the kernel,
+and further include folders of the package's build (`include_roots:`, e.g. a vendored library's root).
 A task whose package is `own` is a kernel we wrote ourselves (its `unit` is all of it; nothing is
 downloaded): it says so in its name and notes, and which public kernel's idiom it reproduces.
 """
@@ -43,6 +44,9 @@ class KernelTask(BaseModel):
     """The kernel's path inside the sdist (e.g. csrc/quantization/gptq/matrix_view.cuh)."""
     include_root: str
     """The sdist folder the project's includes are relative to; it becomes the task repo's root."""
+    include_roots: list[str] = []
+    """Further sdist folders on the include path, as the package's build passes them (-I), inside
+    include_root: a header found there is laid out at its path in the repo and compiled with one -I each."""
     unit: str | None = None
     """Our own instantiating .cu (C++ text) when the kernel is a header; it includes the kernel."""
     notes: str = ""
@@ -82,8 +86,18 @@ def fetch_sdist(package: str, version: str, cache: Path = CACHE) -> Path:
     return top
 
 
-def _closure(src: Path, start: str) -> set[str]:
-    """`start` and every file under `src` it includes, transitively (relative to the includer or `src`)."""
+def include_dirs(task: KernelTask) -> list[str]:
+    """The task repo's include folders, repo-relative: its root, then each further include root."""
+    extra = [os.path.relpath(r, task.include_root) for r in task.include_roots]
+    bad = [r for r in extra if r.startswith("..") or os.path.isabs(r)]
+    if bad:
+        raise ValueError(f"{task.name}: include_roots {bad} are not inside include_root {task.include_root}")
+    return [".", *extra]
+
+
+def _closure(src: Path, start: str, roots: list[str] | None = None) -> set[str]:
+    """`start` and every file under `src` it includes, transitively (relative to the includer, then each
+    of `roots`, folders under `src`; default: `src` itself)."""
     seen: set[str] = set()
     todo = [start]
     while todo:
@@ -93,9 +107,9 @@ def _closure(src: Path, start: str) -> set[str]:
         seen.add(rel)
         text = (src / rel).read_text(encoding="utf-8", errors="replace")
         for header in _INCLUDE.findall(text):
-            for base in (Path(rel).parent, Path(".")):
+            for base in (Path(rel).parent, *map(Path, roots or ["."])):
                 cand = os.path.normpath(base / header)
-                if (src / cand).is_file():
+                if not cand.startswith("..") and (src / cand).is_file():
                     todo.append(cand)
                     break
     return seen
@@ -113,10 +127,14 @@ def materialize(task: KernelTask, sdist: Path | None, dest: Path) -> Path:
         return dest
     src = sdist / task.include_root
     kernel = os.path.relpath(sdist / task.path, src)
-    wanted = _closure(src, kernel)
+    roots = include_dirs(task)
+    wanted = _closure(src, kernel, roots)
     for header in _INCLUDE.findall(task.unit or ""):  # what our own unit includes besides the kernel
-        if (src / header).is_file():
-            wanted |= _closure(src, header)
+        found = next(
+            (os.path.normpath(Path(r) / header) for r in roots if (src / r / header).is_file()), None
+        )
+        if found:
+            wanted |= _closure(src, found, roots)
     for rel in sorted(wanted):
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(src / rel, dest / rel)
