@@ -24,7 +24,7 @@ from tools.cpp.equivalence import cuda_tokens, normalize_warp_calls
 from tools.repo_style import has_style
 
 HIPCC = "hipcc -x hip -DUSE_ROCM --offload-arch={arch} {includes} -c {unit} -o /tmp/rocport-eval.o"
-NVCC = "nvcc -x cu -std=c++17 -arch=sm_90 {includes} -c {unit} -o /tmp/rocport-eval-cuda.o"
+NVCC = "nvcc -x cu -std=c++17 -arch=sm_90 {includes} -c {unit} -o {out}"
 NVCC_E = "nvcc -x cu -std=c++17 -arch=sm_90 {includes} -E {unit}"
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
 
@@ -69,6 +69,14 @@ def hipcc(
 
 def first_error(output: str) -> str:
     return next((ln.strip()[:240] for ln in output.splitlines() if "error" in ln), "")
+
+
+def nvcc_compiles(repo: Path, unit: str, includes: tuple[str, ...] = (".",)) -> bool:
+    """The host nvcc compiles the unit; its object goes to a folder of this call's own, so evals running
+    side by side never write one object file at once."""
+    with tempfile.TemporaryDirectory(prefix="rocport-eval-") as tmp:
+        cmd = NVCC.format(includes=_flags(includes), unit=shlex.quote(unit), out=shlex.quote(f"{tmp}/unit.o"))
+        return run(cmd, repo).returncode == 0
 
 
 def cuda_stream(repo: Path, unit: str, includes: tuple[str, ...] = (".",)) -> list[str] | str:
@@ -155,7 +163,7 @@ def score(
     after = hipcc(repo, unit, image, arch, includes)
     s.hip_after = after.returncode == 0
     s.first_error = first_error(after.stdout + after.stderr)
-    s.nvcc_after = run(NVCC.format(includes=_flags(includes), unit=shlex.quote(unit)), repo).returncode == 0
+    s.nvcc_after = nvcc_compiles(repo, unit, includes)
     after_tokens = cuda_stream(repo, unit, includes)
     s.cuda_identical = isinstance(before_tokens, list) and isinstance(after_tokens, list)
     if isinstance(before_tokens, list) and isinstance(after_tokens, list) and before_tokens != after_tokens:
