@@ -160,6 +160,22 @@ class SourceText:
             self._mark_lines.insert(i + 1, line)
         return line, offset - (self.raw.rfind("\n", 0, offset) + 1) + 1
 
+    def lines_at(self, offsets: list[int]) -> list[int]:
+        """1-based line numbers of offsets given in increasing order: newlines counted once, from
+        the nearest earlier query to the last offset (which later queries then start from)."""
+        if not offsets:
+            return []
+        i = bisect.bisect_right(self._marks, offsets[0]) - 1
+        out, line, last, count = [], self._mark_lines[i], self._marks[i], self.raw.count
+        for offset in offsets:
+            line += count("\n", last, offset)
+            last = offset
+            out.append(line)
+        if last > self._marks[-1]:
+            self._marks.append(last)
+            self._mark_lines.append(line)
+        return out
+
     def line_text(self, offset: int) -> str:
         """The raw source line holding an offset, without its newline."""
         start = self.raw.rfind("\n", 0, offset) + 1

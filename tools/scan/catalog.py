@@ -6,7 +6,6 @@ Kinds are the taxonomy of FAILURE_CLASSES.md; fix families name the rule that re
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tools.cpp.headers import CUDA_HEADER_PREFIXES, CUDA_STD_TO_STD, CUDA_TO_HIP_HEADERS
@@ -117,16 +116,22 @@ WORD_PREFIXES = IDENTIFIER_PREFIXES + WARP_LITERAL_PREFIXES + KEYWORD_PREFIXES
 """What the C++ detectors look up in SourceText.words: one search per file serves them all."""
 
 
-def identifier_candidates(found: Mapping[str, list[int]]) -> list[tuple[int, str]]:
-    """(offset, name) of every whole word IDENTIFIER_RE matches, in offset order, from the words
-    of a file (SourceText.words(WORD_PREFIXES)). Every identifier family ends at a word boundary
-    and holds only word characters, so a match is always a whole word: one fullmatch per distinct
-    word instead of a regex pass per family over the whole text."""
-    out = [
-        (start, word) for word, starts in found.items() if IDENTIFIER_RE.fullmatch(word) for start in starts
-    ]
-    out.sort()
-    return out
+_CONSTRUCT_OF: dict[str, Construct | None] = {}
+_CONSTRUCT_MEMO_LIMIT = 100_000
+
+
+def identifier_construct(word: str) -> Construct | None:
+    """The construct a word of the file's word search (SourceText.words(WORD_PREFIXES)) is as an
+    identifier, or None. Every identifier family ends at a word boundary and holds only word
+    characters, so a match is always a whole word: one fullmatch per distinct word instead of a
+    regex pass per family over the text. Memoised: the same names recur in every file of a tree
+    (a Construct is frozen, so one can be shared)."""
+    if word in _CONSTRUCT_OF:
+        return _CONSTRUCT_OF[word]
+    construct = classify_identifier(word) if IDENTIFIER_RE.fullmatch(word) else None
+    if len(_CONSTRUCT_OF) < _CONSTRUCT_MEMO_LIMIT:
+        _CONSTRUCT_OF[word] = construct
+    return construct
 
 
 _DRIVER_RUNTIME = ("cudaGetDriverEntryPoint",)

@@ -8,6 +8,7 @@ identifiers (intrinsics, types, API names) once per file and symbol, with every 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from typing import Any
 
 from tools.cpp.preprocessor import Regions, region_name
@@ -20,8 +21,7 @@ from tools.scan.catalog import (
     WORD_PREFIXES,
     Construct,
     classify_header,
-    classify_identifier,
-    identifier_candidates,
+    identifier_construct,
 )
 from tools.scan.findings import make_finding
 from tools.scan.ptx import inline_asm_findings
@@ -96,38 +96,43 @@ def identifier_findings(src: SourceText, regions: Regions) -> tuple[list[Failure
         for name, pos in regions.defines
         if name.startswith(IDENTIFIER_PREFIXES) and regions.rocm_compiles(pos)
     }
-    constructs: dict[str, Construct | None] = {}
+    constructs: dict[str, Construct] = {}
+    candidates: list[tuple[int, str]] = []
+    for word, starts in src.words(WORD_PREFIXES).items():
+        construct = identifier_construct(word)
+        if construct is not None:  # names the scanner does not report never reach the loop below
+            constructs[word] = construct
+            candidates.extend((start, word) for start in starts)
+    candidates.sort()
     narrow: dict[str, list[int]] = {}
     """Warp-intrinsic uses whose mask is 32-bit in the ROCm build: a certain compile error."""
-    for pos, name in identifier_candidates(src.words(WORD_PREFIXES)):
-        end = pos + len(name)
-        if name not in constructs:
-            constructs[name] = classify_identifier(name)
-        construct = constructs[name]
-        if construct is None:
-            continue
-        rocm, cuda = regions.at(pos)
+    in_order: list[int] = []
+    starts_at, states = regions.starts, regions.states
+    for pos, name in candidates:
+        rocm, cuda = states[bisect_right(starts_at, pos) - 1]  # regions.at(pos), inlined
         if rocm is False:  # the ROCm build skips it
             continue
-        directive = _directive_line(masked, pos)
+        line_start = masked.rfind("\n", 0, pos) + 1
+        directive = _directive_line(masked, pos) if masked.find("#", line_start, pos) >= 0 else None
         if directive is not None and directive != "define":
             continue
+        end = pos + len(name)
         if directive is None and _defines_here(masked, pos, end):
             provides.add(name)
         if cuda is not False:  # shared code; the ROCm-only branch is the project's own ROCm code
             uses.setdefault(name, []).append(pos)
+            in_order.append(pos)
             if (
-                construct.kind == "warp_intrinsic"
+                constructs[name].kind == "warp_intrinsic"
                 and masked.startswith("(", end)
                 and mask_bits(first_argument(masked, end), regions) == 32
             ):
                 narrow.setdefault(name, []).append(pos)
+    line_of = dict(zip(in_order, src.lines_at(in_order), strict=True))
     out = []
     for name, positions in uses.items():
         construct = constructs[name]
-        if construct is None:  # never: uses holds only names that classify
-            continue
-        line_numbers = sorted({src.line_col(p)[0] for p in positions})
+        line_numbers = sorted({line_of[p] for p in positions})
         out.append(
             make_finding(
                 src,
@@ -139,18 +144,18 @@ def identifier_findings(src: SourceText, regions: Regions) -> tuple[list[Failure
                 facts={
                     "occurrences": len(positions),
                     "lines": line_numbers[:MAX_LINES_LISTED],
-                    **_mask_facts(src, name, narrow),
+                    **_mask_facts(line_of, name, narrow),
                 },
             )
         )
     return out, {n for n in provides if IDENTIFIER_RE.fullmatch(n)}
 
 
-def _mask_facts(src: SourceText, name: str, narrow: dict[str, list[int]]) -> dict[str, Any]:
+def _mask_facts(line_of: dict[int, int], name: str, narrow: dict[str, list[int]]) -> dict[str, Any]:
     if name in HIP_LACKS:
         return {"certain": True}
     if name in narrow:
-        return {"certain": True, "mask32_lines": sorted({src.line_col(p)[0] for p in narrow[name]})}
+        return {"certain": True, "mask32_lines": sorted({line_of[p] for p in narrow[name]})}
     return {}
 
 

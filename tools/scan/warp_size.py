@@ -171,15 +171,32 @@ def _candidates(src: SourceText) -> Iterator[Candidate]:
         line, _ = _line(masked, start)
         if "mask" in line.lower() and not _SYNC_CALL.search(line):
             yield start, symbol, _SOURCE
-    if "32" in found and "__shared__" in masked:
-        per_warp_file = "__shfl" in masked
-        for m in _SHARED_32.finditer(masked):
+    if "32" in found:
+        per_warp_file = None
+        for m in shared_per_warp_arrays(masked):
             name = m.group("name")
+            if per_warp_file is None:
+                per_warp_file = "__shfl" in masked
             if per_warp_file or "warp" in name.lower() or "lane" in name.lower():
                 yield m.start("lit"), f"{name}[32]", _SOURCE
     if "warpSize" in found:  # the pattern reads it as a whole word
         for pos in const_warpsize_uses(masked):
             yield pos, "warpSize", _CONST
+
+
+def shared_per_warp_arrays(masked: str) -> Iterator[re.Match[str]]:
+    """What _SHARED_32.finditer(masked) yields, trying the pattern only at a `__shared__` whose
+    statement (up to the next ';', which no match crosses) holds a 32: the lazy scan to `[32]`
+    is otherwise tried at every character of every declaration."""
+    pos = 0
+    while (at := masked.find("__shared__", pos)) >= 0:
+        end = masked.find(";", at)
+        m = _SHARED_32.match(masked, at) if masked.find("32", at, None if end < 0 else end) >= 0 else None
+        if m:
+            yield m
+            pos = m.end()
+        else:
+            pos = at + 1
 
 
 def const_warpsize_uses(masked: str) -> Iterator[int]:

@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import require
 from tests.tools.scan.helpers import write
-from tools.cpp.source import compiled_mask, mask_with_regex
+from tools.cpp.source import SourceText, compiled_mask, mask_with_regex
 
 CASES = [
     "int a; // x = 32\nint b;",
@@ -135,3 +135,19 @@ def test_scan_findings_are_the_same_without_the_extension(c_mask, tmp_path):
         (9, "cg::reduce"),
     } <= w_cu
     assert (3, "__shfl_down_sync") not in w_cu  # only the CUDA-only kernel instantiates it
+
+
+def test_lines_at_agrees_with_line_col_from_any_earlier_query():
+    """The identifier detector numbers all its uses in one sweep (lines_at) between other
+    detectors' line_col queries: both must give the line an editor shows."""
+    rng = random.Random(7)
+    for _ in range(200):
+        text = "".join(rng.choice(["a", "\n", " ", "\u00e9", "\n\n"]) for _ in range(rng.randrange(0, 60)))
+        expected = [text.count("\n", 0, i) + 1 for i in range(len(text) + 1)]
+        src = SourceText("k.cu", text)
+        for _ in range(3):
+            if rng.random() < 0.5 and text:
+                at = rng.randrange(len(text))
+                assert src.line_col(at)[0] == expected[at]
+            offsets = sorted(rng.sample(range(len(text) + 1), rng.randrange(0, len(text) + 1)))
+            assert src.lines_at(offsets) == [expected[i] for i in offsets]

@@ -3,9 +3,12 @@ symbol and fix family right; the same construct behind any correct guard is not 
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from tests.tools.scan.helpers import GUARDS, scan_files, summary
+from tools.scan.warp_size import _SHARED_32, shared_per_warp_arrays
 
 # (id, construct line, kind, symbol, fix family)
 CONSTRUCTS = [
@@ -234,3 +237,14 @@ def test_const_warpsize_search_reports_what_the_whole_file_pattern_does():
             m.start("lit") if m.group("lit") else m.start("targ") for m in _CONST_WARPSIZE.finditer(text)
         ]
         assert list(const_warpsize_uses(text)) == whole, repr(text)
+
+
+def test_shared_array_search_finds_what_the_pattern_finds_everywhere():
+    """The `__shared__ T name[32]` detector tries its pattern only where a statement holds a 32:
+    the same matches as the pattern run over the whole text."""
+    rng = random.Random(3)
+    pieces = ["__shared__", " float", " warp_buf", "[32]", "[ 32 ]", "[64]", ";", "\n", " x", ",", "32", "_"]
+    for _ in range(300):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 14)))
+        expected = [(m.span(), m.group("name")) for m in _SHARED_32.finditer(text)]
+        assert [(m.span(), m.group("name")) for m in shared_per_warp_arrays(text)] == expected
