@@ -190,10 +190,16 @@ def evaluate(expr: str, config: BuildConfig) -> int | None:
     """The value of a `#if`/`#elif` expression under `config`; None when it cannot be known.
     Memoised on the expression and the states of the macros it names: the same guards
     (`defined(USE_ROCM)`, `__CUDA_ARCH__ >= 800`) recur in every file of a tree."""
+    return evaluate_named(expr, _NAMES.findall(expr), config)
+
+
+def evaluate_named(expr: str, names: list[str], config: BuildConfig) -> int | None:
+    """evaluate() with the identifiers of `expr` already found (`[A-Za-z_]\\w*`, in order): a
+    directive is evaluated for two builds, and its names are read once for both."""
     key = (
         expr,
         config.name,
-        tuple(map(config.macros.get, _NAMES.findall(expr))),
+        tuple(map(config.macros.get, names)),
         tuple(sorted(config.header_exists.items())) if "__has_include" in expr else (),
     )
     cached = _CACHE.get(key, _MISSING)  # one hash of the key (its macros hash in Python)
