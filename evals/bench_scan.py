@@ -66,7 +66,9 @@ def run_grep(root: Path) -> int:
 
 
 def _cli() -> list[str]:
-    exe = shutil.which("rocport")
+    """The `rocport` entry point: the one beside this interpreter (a venv not on PATH), else PATH's."""
+    beside = Path(sys.executable).with_name("rocport")
+    exe = str(beside) if beside.is_file() else shutil.which("rocport")
     return [exe] if exe else [sys.executable, "-c", "from agent.cli import main; main()"]
 
 
@@ -75,8 +77,9 @@ def run_cli_startup() -> int:
     return subprocess.run([*_cli(), "--version"], check=True, stdout=subprocess.DEVNULL).returncode
 
 
-def run_cli(root: Path, out: Path, jobs: int | None) -> int:
-    cmd = [*_cli(), "scan", str(root), "--format", "json", "--output", str(out)]
+def run_cli(root: Path, out: Path, jobs: int | None, *extra: str) -> int:
+    """A fresh `rocport scan` process writing JSON to `out`; `extra`: more options (--profile)."""
+    cmd = [*_cli(), "scan", str(root), "--format", "json", "--output", str(out), *extra]
     cmd += ["--jobs", str(jobs)] if jobs else []
     proc = subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     if proc.returncode not in (0, 1):  # 1: findings remain (like ruff)
