@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.tools.scan.helpers import write
-from tools.scan.repo import discover
+from tools.scan.discover import discover
 
 
 def test_a_symlinked_directory_is_not_walked_and_an_in_tree_file_link_is_scanned(tmp_path):
