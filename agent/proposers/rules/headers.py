@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from agent.proposers.rules.base import Decline, Workspace, make_proposal, register
 from agent.proposers.rules.cpp import include_of, line_platforms
 from agent.proposers.rules.guard import guard_includes
@@ -126,18 +128,37 @@ class CudaHeaderFixer:
         )
 
 
-IMPLICIT = {"threadIdx", "blockIdx", "blockDim", "gridDim", "__syncthreads", "warpSize", "__threadfence"}
-"""What nvcc declares in every .cu without an include; HIP declares it in hip/hip_runtime.h."""
+IMPLICIT = {
+    *("threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "dim3"),
+    *("__forceinline__", "__noinline__", "__launch_bounds__", "__managed__"),
+    *("__syncthreads", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or"),
+    *("__threadfence", "__threadfence_block", "__threadfence_system", "clock64"),
+    *(f"atomic{op}" for op in ("Add", "Sub", "Exch", "Min", "Max", "Inc", "Dec", "CAS", "And", "Or", "Xor")),
+    *("__float_as_uint", "__uint_as_float", "__float_as_int", "__int_as_float"),
+    *("__double_as_longlong", "__longlong_as_double", "__popc", "__popcll", "__clz", "__clzll"),
+    *("__ffs", "__ffsll", "__brev", "__brevll", "__umulhi", "__mulhi", "__umul64hi", "__mul64hi"),
+    *("__fdividef", "__expf", "__logf", "__powf", "__sinf", "__cosf", "__saturatef"),
+}
+"""What nvcc declares in every .cu without an include (its implicit cuda_runtime.h): built-in variables,
+qualifier macros, vector types, device functions; HIP declares them in hip/hip_runtime.h."""
+VECTOR_TYPE = re.compile(r"(?:make_)?(?:u?(?:char|short|int|long|longlong)|float|double)[1-4]")
+UNKNOWN = re.compile(r"undeclared identifier|unknown type name|undeclared function|no template named")
+
+
+def implicit_runtime_name(symbol: str) -> bool:
+    """True for a name nvcc's implicit cuda_runtime.h declares (`__forceinline__`, `uint4`, `threadIdx`)."""
+    return symbol in IMPLICIT or VECTOR_TYPE.fullmatch(symbol) is not None
 
 
 class ImplicitRuntimeFixer:
-    """`threadIdx` & co undeclared on ROCm: nvcc includes the CUDA runtime implicitly, hipcc does not."""
+    """`threadIdx`, `__forceinline__`, `uint4` & co unknown on ROCm: nvcc includes the CUDA runtime in every
+    unit implicitly, hipcc does not; a file that includes no CUDA header relies on that."""
 
     family = "implicit_runtime"
     kinds: tuple[str, ...] = ("compile_error",)
 
     def propose(self, failure: Failure, ws: Workspace) -> Proposal | None:
-        if (failure.symbol or "") not in IMPLICIT or "undeclared identifier" not in (failure.message or ""):
+        if not implicit_runtime_name(failure.symbol or "") or not UNKNOWN.search(failure.message or ""):
             return None
         from agent.proposers.rules.warp import add_lines  # warp imports this module
 
@@ -151,8 +172,9 @@ class ImplicitRuntimeFixer:
             self.family,
             {rel: (text, new)},
             (
-                f"{rel}: uses {failure.symbol}, which nvcc declares implicitly in every .cu; on ROCm it comes from "
-                f"hip/hip_runtime.h, included under `#ifdef USE_ROCM` (nothing changes on CUDA)."
+                f"{rel}: uses {failure.symbol}, which nvcc declares implicitly in every .cu (its implicit "
+                f"cuda_runtime.h); on ROCm it comes from hip/hip_runtime.h, included under `#ifdef USE_ROCM` "
+                f"with the file's other includes, after its license and include guard (nothing changes on CUDA)."
             ),
             ws=ws,
         )

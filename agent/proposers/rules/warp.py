@@ -157,9 +157,36 @@ def add_lines(text: str, new: list[str]) -> str:
             at = max(at, i + 1)
         elif set(stacks[i][base:]) <= {"rocm", "cuda"}:  # an include in a platform block: after its #endif
             at = max(at, _branch_end(lines, stacks, i, base))
+    if not at and _preamble_end(lines):  # no include yet: after the license and include guard, set apart
+        at = _preamble_end(lines)
+        new = (["\n"] if lines[at - 1].strip() else []) + new
+        new += ["\n"] if at < len(lines) and lines[at].strip() else []
     if at and not lines[at - 1].endswith("\n"):
         lines[at - 1] += "\n"
     return "".join(lines[:at] + new + lines[at:])
+
+
+def _preamble_end(lines: list[str]) -> int:
+    """Index after the file's leading license comment and its include guard or `#pragma once` (0 when
+    none); a comment that touches the code below it documents that code and stays with it."""
+    at, i, in_block = 0, 0, False
+    while i < len(lines):
+        text = lines[i].strip()
+        nxt = lines[i + 1].strip() if i + 1 < len(lines) else ""
+        if in_block or text.startswith(("/*", "//")):
+            in_block = ("*/" not in text[2:]) if text.startswith("/*") else in_block and "*/" not in text
+            if not in_block and (not nxt or nxt.startswith("#")):
+                at = i + 1
+        elif re.match(r"#\s*pragma\s+once\b", text):
+            return i + 1
+        elif (guard := re.match(r"#\s*ifndef\s+(\w+)\s*$", text)) and re.match(
+            rf"#\s*define\s+{guard.group(1)}\s*$", nxt
+        ):
+            return i + 2
+        elif text:
+            break
+        i += 1
+    return at
 
 
 class WarpIntrinsicFixer:
