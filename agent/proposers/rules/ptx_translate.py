@@ -7,9 +7,9 @@ volatile), `lop3.b32` (truth table), `prmt.b32` in its default mode (byte permut
 and OCP fp8 `cvt` (`ptx_float`), half-precision math, approximations and conversions (`ptx_half`),
 ordered and weak loads/stores, `red`/`atom` (`cas` too), `fence`/`membar` (`ptx_memory`), two-element
 `mov.b32`/`mov.b64` packs and unpacks and global `cvta` (`ptx_wide`), weak vector loads and stores
-(`ptx_vector`). lop3, prmt, fp8 and the half forms call `rocm_compat_*` helpers defined once in the
-compat header (`HELPERS`). Any other instruction, float compare, mode or register class makes the whole
-statement untranslated (None): the caller then declines it.
+(`ptx_vector`), full-mask warp shuffles (`ptx_shfl`). lop3, prmt, fp8 and the half forms call
+`rocm_compat_*` helpers defined once in the compat header (`HELPERS`). Any other instruction, float
+compare, mode or register class makes the whole statement untranslated (None): the caller then declines it.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import re
 from agent.proposers.rules.ptx_float import FP8_HELPERS, float_instr
 from agent.proposers.rules.ptx_half import HALF_HELPERS, half_instr
 from agent.proposers.rules.ptx_memory import memory_instr
+from agent.proposers.rules.ptx_shfl import shfl_instr
 from agent.proposers.rules.ptx_vector import vector_instr
 from agent.proposers.rules.ptx_wide import wide_instr
 
@@ -161,6 +162,7 @@ def _instr(block: Block, op: str, args: list[str]) -> str | None:
         or memory_instr(block, parts, args)
         or wide_instr(block, op, args)
         or vector_instr(block, op, args)
+        or shfl_instr(block, op, args)
     )
     if other:
         return other

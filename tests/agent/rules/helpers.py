@@ -64,3 +64,17 @@ def prove_inline_ptx(git_repo, rocm_image: str, kernel: str, symbol: str, constr
     assert outcome.kept, outcome.reason
     assert all(c.ok for c in outcome.checks), [c.detail for c in outcome.checks]
     return root, prop
+
+
+def device_code(root: Path, rocm_image: str, flags: str) -> str:
+    """hipcc's gfx942 device code for csrc/unit.cu (`flags`: -S for assembly, -S -emit-llvm for IR)."""
+    from sandboxes.docker import DockerSandbox
+
+    with DockerSandbox(rocm_image, str(root)) as box:
+        out = box.run(
+            "hipcc -x hip -DUSE_ROCM -include hip/hip_runtime.h --offload-arch=gfx942 --cuda-device-only -O2 "
+            f"{flags} -I. -o - csrc/unit.cu",
+            cwd=str(root),
+        )
+    assert out.ok, out.stderr[-2000:]
+    return out.stdout

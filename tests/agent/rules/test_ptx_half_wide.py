@@ -11,7 +11,7 @@ import subprocess
 
 from agent.proposers.rules.ptx_half import HALF_HELPERS
 from agent.proposers.rules.ptx_translate import translate
-from tests.agent.rules.helpers import prove_inline_ptx
+from tests.agent.rules.helpers import device_code, prove_inline_ptx
 
 HALF_KERNEL = r"""#include <cstdint>
 
@@ -113,19 +113,6 @@ __global__ void k(uint64_t* slots, const u32x4_t* src, uint32_t* flags) {
 """
 
 
-def _device_code(root, rocm_image, flags: str) -> str:
-    from sandboxes.docker import DockerSandbox
-
-    with DockerSandbox(rocm_image, str(root)) as box:
-        out = box.run(
-            "hipcc -x hip -DUSE_ROCM -include hip/hip_runtime.h --offload-arch=gfx942 --cuda-device-only -O2 "
-            f"{flags} -I. -o - csrc/unit.cu",
-            cwd=str(root),
-        )
-    assert out.ok, out.stderr[-2000:]
-    return out.stdout
-
-
 def test_half_precision_ptx_is_translated_and_runs_the_amdgpu_half_instructions(git_repo, rocm_image, nvcc):
     root, prop = prove_inline_ptx(git_repo, rocm_image, HALF_KERNEL, "cvt.rn.f16.f32", "=h")
     for line in (
@@ -141,7 +128,7 @@ def test_half_precision_ptx_is_translated_and_runs_the_amdgpu_half_instructions(
         assert line in prop.diff, prop.diff
     assert prop.files == ["csrc/kernel.cuh", "csrc/rocm_compat.h"]
     assert "+#include <hip/hip_fp16.h>" in prop.diff  # hipcc does not pre-include it
-    asm = _device_code(root, rocm_image, "-S")
+    asm = device_code(root, rocm_image, "-S")
     assert "v_exp_f16" in asm  # ex2.approx.f16 -> the hardware's half-precision 2^x
     assert "v_pk_fma_f16" in asm  # fma.rn.f16x2 stays one fused packed op
     assert re.search(r"v_cvt_f16_f32", asm) and re.search(r"v_cvt_f32_f16", asm)
@@ -160,7 +147,7 @@ def test_64bit_operand_ptx_is_translated_with_its_order_and_scope(git_repo, rocm
     ):
         assert line in prop.diff, (line, prop.diff)
     assert "__hip_atomic_compare_exchange_strong(reinterpret_cast<uint64_t*>(global)" in prop.diff
-    ir = _device_code(root, rocm_image, "-O1 -S -emit-llvm")
+    ir = device_code(root, rocm_image, "-O1 -S -emit-llvm")
     # acq_rel on success; the failure order drops the release half (a failed CAS stores nothing)
     assert re.search(
         r'cmpxchg ptr(?: addrspace\(\d\))? %\w+, i64 0, i64 %\w+ syncscope\("agent"\) acq_rel acquire', ir
