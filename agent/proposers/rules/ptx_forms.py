@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from agent.proposers.rules.cpp import line_platforms
+from agent.proposers.rules.ptx_arch import newer_branch
 from agent.proposers.rules.ptx_translate import translate
 
 _ASM = re.compile(r"^([ \t]*)asm\b\s*(?:volatile\b|__volatile__\b)?\s*\(", re.MULTILINE)
@@ -105,8 +106,22 @@ def rocm_form(template: str, outs: list[tuple[str, str]], ins: list[tuple[str, s
     return "\n".join(lines) if lines else None
 
 
+def _statement_form(text: str, m: re.Match[str], close: int) -> str | None:
+    """The ROCm form of the asm statement whose match is `m` and whose operands close at `close`, or None."""
+    parts = _split_top(text[m.end() : close], ":")
+    if len(parts) > 4:
+        return None
+    strings = re.findall(r'"((?:\\.|[^"\\])*)"', parts[0])
+    return rocm_form(
+        "".join(strings),
+        _operands(parts[1]) if len(parts) > 1 else [],
+        _operands(parts[2]) if len(parts) > 2 else [],
+    )
+
+
 def rewrite_known_ptx(text: str) -> tuple[str, list[str]]:
-    """Every known-form asm statement both toolchains compile, put in the CUDA branch of a new guard."""
+    """Every known-form asm statement both toolchains compile, put in the CUDA branch of a new guard; one in
+    the pre-sm_N `#else` of an architecture branch gets the form of the sm_N branch's statement (ptx_arch)."""
     where = line_platforms(text.splitlines())
     edits, done = [], []
     for m in _ASM.finditer(text):
@@ -117,24 +132,20 @@ def rewrite_known_ptx(text: str) -> tuple[str, list[str]]:
             continue
         if where[text.count("\n", 0, m.start())] != "both":
             continue
-        parts = _split_top(text[m.end() : close], ":")
-        strings = re.findall(r'"((?:\\.|[^"\\])*)"', parts[0])
-        form = (
-            rocm_form(
-                "".join(strings),
-                _operands(parts[1]) if len(parts) > 1 else [],
-                _operands(parts[2]) if len(parts) > 2 else [],
-            )
-            if len(parts) <= 4
-            else None
-        )
+        form, note = _statement_form(text, m, close), ""
+        newer = newer_branch(text, m.start(), semi + 1)
+        if newer is not None:
+            other = _ASM.match(text, newer[0])
+            newer_form = _statement_form(text, other, _close(text, other.end() - 1)) if other else None
+            if newer_form is not None:
+                form, note = newer_form, " (as in the newer __CUDA_ARCH__ branch: ROCm compiles its #else)"
         if form is None:
             continue
         indent = m.group(1)
         stmt = text[m.start() : semi + 1]
         rocm = "\n".join(indent + ln for ln in form.splitlines())
         edits.append((m.start(), semi + 1, f"#ifdef USE_ROCM\n{rocm}\n#else\n{stmt}\n#endif"))
-        done.append(form.splitlines()[0] if "\n" not in form else "a straight-line PTX block as C++")
+        done.append((form.splitlines()[0] if "\n" not in form else "a straight-line PTX block as C++") + note)
     for start, end, new in reversed(edits):
         text = text[:start] + new + text[end:]
     return text, done

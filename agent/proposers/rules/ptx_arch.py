@@ -1,0 +1,82 @@
+"""Which PTX an asm statement's ROCm form should follow when CUDA picks it by architecture.
+
+hipcc defines no `__CUDA_ARCH__`, so in `#if __CUDA_ARCH__ >= 700` (or `defined(__CUDA_ARCH__) && ...`)
+`... #else ... #endif` ROCm compiles the `#else` branch: the fallback for old NVIDIA GPUs. In memory-ordering
+code the two branches differ in strength, e.g. `ld.global.acquire.gpu` on sm_70+ and a weak `ld.global.cg`
+before it (cross-CTA semaphores and flags): translating the fallback would give ROCm weaker ordering than
+every current NVIDIA GPU runs (and MI300's per-CU caches need the agent-scope acquire/release to see other
+blocks' writes). So when each branch is one asm statement and nothing else, the ROCm form is taken from the
+newer-architecture branch; the CUDA code of both branches stays as it is.
+"""
+
+from __future__ import annotations
+
+import re
+
+_IF = re.compile(r"\s*#\s*if(?:n?def)?\b")
+_ELSE = re.compile(r"\s*#\s*else\b")
+_ELIF = re.compile(r"\s*#\s*elif\b")
+_ENDIF = re.compile(r"\s*#\s*endif\b")
+_NEWER = re.compile(r"^\s*#\s*if\b(?=.*\b__CUDA_ARCH__\s*>=?\s*\d+)(?!.*(?:<|\|\||!\s*defined))")
+_ASM = re.compile(r"[ \t]*asm\b\s*(?:volatile\b|__volatile__\b)?\s*\(")
+
+
+def _quiet(line: str) -> bool:
+    """A blank or comment-only line."""
+    text = line.strip()
+    return not text or text.startswith(("//", "/*", "*"))
+
+
+def newer_branch(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """(start, end) offsets of the one asm statement in the `#if __CUDA_ARCH__ >= N` branch whose `#else`
+    branch is only the asm statement `text[start:end]`, or None."""
+    lines = text.splitlines(keepends=True)
+    first, last = text.count("\n", 0, start), text.count("\n", 0, end)
+    i = first - 1
+    while i >= 0 and _quiet(lines[i]):
+        i -= 1
+    j = last + 1
+    while j < len(lines) and _quiet(lines[j]):
+        j += 1
+    if i < 0 or j >= len(lines) or not _ELSE.match(lines[i]) or not _ENDIF.match(lines[j]):
+        return None
+    depth, k = 0, i - 1
+    while k >= 0:
+        if _ENDIF.match(lines[k]):
+            depth += 1
+        elif _IF.match(lines[k]):
+            if depth == 0:
+                break
+            depth -= 1
+        elif _ELIF.match(lines[k]) and depth == 0:
+            return None  # an #elif chain: more than two choices
+        k -= 1
+    if k < 0 or not _NEWER.match(lines[k]):
+        return None
+    body_start = sum(len(ln) for ln in lines[: k + 1])
+    body = "".join(lines[k + 1 : i])
+    asm = list(_ASM.finditer(body))
+    if len(asm) != 1:
+        return None
+    semi = _statement_end(body, asm[0].end() - 1)
+    rest = body[: asm[0].start()] + body[semi:]
+    if semi < 0 or not all(_quiet(ln) for ln in rest.splitlines()):
+        return None
+    return body_start + asm[0].start(), body_start + semi
+
+
+def _statement_end(text: str, open_paren: int) -> int:
+    """Offset just past the `;` closing the asm statement whose `(` is at `open_paren`, or -1."""
+    depth, quote = 0, False
+    for i in range(open_paren, len(text)):
+        ch = text[i]
+        if ch == '"' and text[i - 1] != "\\":
+            quote = not quote
+        elif not quote and ch == "(":
+            depth += 1
+        elif not quote and ch == ")":
+            depth -= 1
+            if depth == 0:
+                semi = text.find(";", i)
+                return semi + 1 if semi > 0 and not text[i + 1 : semi].strip() else -1
+    return -1
