@@ -12,15 +12,25 @@ from tools.records import Failure, Proposal
 CUB_ROCM = ["#include <hipcub/hipcub.hpp>", "namespace cub = hipcub;"]
 _CUB_MEMBER = re.compile(r"no (?:member|type|template) named '(\w+)' in namespace '(?:cub|hipcub)'")
 # CUB names hipCUB (ROCm 6.4) lacks for a known reason that no rename fixes.
-NO_HIPCUB = {
-    "ScanTileState": (
-        "hipCUB has no ScanTileState (CUB's decoupled look-back tile status). rocPRIM's counterpart, "
-        "rocprim::detail::lookback_scan_state, is internal (detail namespace) and has another interface "
-        "(create/get_storage_size on the host, initialize_prefix/set_partial/set_complete/get on the "
-        "device, no WaitForValid), so a kernel built on it needs a redesign, e.g. around "
-        "hipcub::DeviceScan; not a mechanical rule"
+_LOOKBACK = (
+    "hipCUB (ROCm 6.4) has none of CUB's single-pass scan operators (ScanTileState, ScanTileStatus, "
+    "TilePrefixCallbackOp, BlockScanRunningPrefixOp, ReduceByKeyScanTileState: the decoupled look-back). "
+    "rocPRIM's counterpart, rocprim::detail::lookback_scan_state with lookback_scan_prefix_op, is internal "
+    "(detail namespace, changes between ROCm releases) and has another interface "
+    "(create/get_storage_size on the host, initialize_prefix/set_partial/set_complete/get on the "
+    "device, no WaitForValid), so a kernel built on it needs a redesign, e.g. around "
+    "hipcub::DeviceScan; not a mechanical rule"
+)
+NO_HIPCUB = dict.fromkeys(
+    (
+        "ScanTileState",
+        "ScanTileStatus",
+        "TilePrefixCallbackOp",
+        "BlockScanRunningPrefixOp",
+        "ReduceByKeyScanTileState",
     ),
-}
+    _LOOKBACK,
+)
 
 # cuda/std headers whose contents are host-and-device-compatible standard templates.
 STD_HEADERS = {

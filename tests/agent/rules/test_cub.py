@@ -78,3 +78,26 @@ def test_scan_tile_state_is_declined_with_what_rocprim_offers_instead(git_repo):
     msg = "error: no template named 'ScanTileState' in namespace 'hipcub'"
     why = declines(root, failure("cub", "scan.cu", "hipcub::ScanTileState", message=msg))[0]
     assert "rocprim::detail::lookback_scan_state" in why and "redesign" in why
+    msg = "error: no template named 'TilePrefixCallbackOp' in namespace 'hipcub'"
+    why = declines(root, failure("cub", "scan.cu", "hipcub::TilePrefixCallbackOp", message=msg))[0]
+    assert "single-pass scan operators" in why
+
+
+def test_the_image_hipcub_really_lacks_the_look_back_types(tmp_path, rocm_image):
+    """The decline is a fact of the ROCm image, not a guess: hipcc rejects each name, rocPRIM has its own."""
+    from agent.proposers.rules.cub import NO_HIPCUB
+    from sandboxes.docker import DockerSandbox
+
+    uses = "".join(f"using T{i} = hipcub::{n};\n" for i, n in enumerate(NO_HIPCUB))
+    (tmp_path / "scan.cu").write_text("#include <hipcub/hipcub.hpp>\n" + uses)
+    (tmp_path / "rp.cu").write_text(
+        "#include <rocprim/device/detail/lookback_scan_state.hpp>\n"
+        "using S = rocprim::detail::lookback_scan_state<int>;\n"
+    )
+    with DockerSandbox(rocm_image, str(tmp_path)) as box:
+        out = box.run("hipcc -x hip --offload-arch=gfx942 -fsyntax-only scan.cu", cwd=str(tmp_path))
+        ours = box.run("hipcc -x hip --offload-arch=gfx942 -fsyntax-only rp.cu", cwd=str(tmp_path))
+    assert not out.ok
+    for name in NO_HIPCUB:
+        assert f"'{name}' in namespace 'hipcub'" in out.stderr, (name, out.stderr[-2000:])
+    assert ours.ok, ours.stderr[-2000:]
