@@ -14,11 +14,19 @@
  * lane-arithmetic operators, warp-size literals) each walked the whole text; they now look up the
  * few words they need. Its Python twin is tools.cpp.source.words_with_regex.
  *
+ * On x86-64 (SSE2), 1- and 2-byte texts are searched 16 characters at a time for the few positions
+ * where the per-character step can do anything (see scan_lexemes_words_blocks); same results.
+ *
  * Built at install time as an optional extension (setup.py); without a C compiler source.py keeps
  * the regexes, with identical output (tests/tools/cpp/test_source_mask.py holds both to that).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define HAVE_BLOCKS 1 /* x86-64 always has SSE2; elsewhere the per-character loop runs alone */
+#endif
 
 #define MAX_DELIM 16
 #define MAX_CHAR_ITEMS 8
@@ -234,6 +242,8 @@ typedef struct {
     Py_ssize_t *lengths;
     unsigned char first[256]; /* 1 where some prefix starts with that character (below 256) */
     int wide_first;           /* some prefix starts with a character >= 256 */
+    unsigned char first_chars[16]; /* the distinct first characters, when all are ASCII and at most 16 */
+    int n_first_chars;             /* -1: too many or not ASCII (no block search) */
     unsigned char heads[3][HEAD_BITS / 8];
     /* heads[L - 1]: hashed first L characters of the prefixes (all of a shorter one): a word whose
      * first one, two and three characters all miss cannot start with a prefix. Most words that
@@ -330,6 +340,14 @@ static Code *load_prefixes(PyObject *tuple, Prefixes *p, Py_ssize_t *n_codes) {
         int length = codes[k].length < 3 ? (int)codes[k].length : 3;
         set_head(p, length, head_hash(c[0], length > 1 ? c[1] : 0, length > 2 ? c[2] : 0, length));
     }
+    p->n_first_chars = p->wide_first ? -1 : 0;
+    for (int c = 0; c < 256 && p->n_first_chars >= 0; c++) {
+        if (!p->first[c]) continue;
+        if (c >= 128 || p->n_first_chars == 16)
+            p->n_first_chars = -1;
+        else
+            p->first_chars[p->n_first_chars++] = (unsigned char)c;
+    }
     return codes;
 }
 
@@ -420,38 +438,114 @@ INLINE int raw_string_at(const Text *t, Py_ssize_t i) {
     return at(t, i) == 'R' && i + 1 < t->n && at(t, i + 1) == '"' && raw_string_end(t, i) >= 0;
 }
 
-/* scan_lexemes and scan_words over its result in one pass: outside lexemes the masked text is the
- * text, so words are read from the text, ending before a raw string's R as they do once it is
- * blanked; a lexeme is a boundary. */
-INLINE int scan_lexemes_words(const Text *t, PyObject *src, PyObject **out, const Prefixes *p, PyObject *found) {
-    int after_word = 0;
-    Py_ssize_t i = 0;
-    while (i < t->n) {
-        Py_UCS4 c = at(t, i);
-        if (c < 128 && lexeme_head[c]) {
-            Py_ssize_t end = lexeme_end(t, i);
-            if (end >= 0) {
-                if (blank_span(t, src, out, i, end) < 0) return -1;
-                i = end;
-                after_word = 0;
-                continue;
-            }
+/* One step of scan_lexemes and scan_words over its result in one pass, at `i`: outside lexemes the
+ * masked text is the text, so words are read from the text, ending before a raw string's R as they
+ * do once it is blanked; a lexeme is a boundary. Returns the next position (-2 on a Python error)
+ * and sets *after_word (whether that position follows a word character). */
+INLINE Py_ssize_t lexeme_word_step(const Text *t, PyObject *src, PyObject **out, const Prefixes *p, PyObject *found,
+                                   Py_ssize_t i, int *after_word) {
+    Py_UCS4 c = at(t, i);
+    if (c < 128 && lexeme_head[c]) {
+        Py_ssize_t end = lexeme_end(t, i);
+        if (end >= 0) {
+            if (blank_span(t, src, out, i, end) < 0) return -2;
+            *after_word = 0;
+            return end;
         }
-        int word = is_word(c);
-        int first = c < 256 ? p->first[c] : p->wide_first & word;
-        if ((first & !after_word) && head_may_match(t, p, i, c)) {
-            Py_ssize_t end = i + 1;
-            while (end < t->n && is_word(at(t, end)) && !raw_string_at(t, end)) end++;
-            if (has_prefix(t, i, end, p) && record(src, found, i, end) < 0) return -1;
-            i = end; /* the character before is a word character */
-            after_word = 1;
+    }
+    int word = is_word(c);
+    int first = c < 256 ? p->first[c] : p->wide_first & word;
+    if ((first & !*after_word) && head_may_match(t, p, i, c)) {
+        Py_ssize_t end = i + 1;
+        while (end < t->n && is_word(at(t, end)) && !raw_string_at(t, end)) end++;
+        if (has_prefix(t, i, end, p) && record(src, found, i, end) < 0) return -2;
+        *after_word = 1; /* the character before `end` is a word character */
+        return end;
+    }
+    *after_word = word;
+    return i + 1;
+}
+
+/* Steps from `i` while before `stop`; the position reached, or -2 on a Python error. Whether `i`
+ * follows a word is read from the character before it: a lexeme ends with a non-word character
+ * (a line comment stops before its newline, which is no word's start either). */
+INLINE Py_ssize_t lexeme_word_steps(const Text *t, PyObject *src, PyObject **out, const Prefixes *p, PyObject *found,
+                                    Py_ssize_t i, Py_ssize_t stop) {
+    int after_word = i > 0 && is_word(at(t, i - 1));
+    while (i < stop && i >= 0) i = lexeme_word_step(t, src, out, p, found, i, &after_word);
+    return i;
+}
+
+INLINE int scan_lexemes_words(const Text *t, PyObject *src, PyObject **out, const Prefixes *p, PyObject *found) {
+    return lexeme_word_steps(t, src, out, p, found, 0, t->n) == -2 ? -1 : 0;
+}
+
+#ifdef HAVE_BLOCKS
+/* ASCII word characters ([0-9A-Za-z_]) of a 16-byte block, one bit per byte. */
+INLINE unsigned ascii_word_bits(__m128i v) {
+    __m128i letter = _mm_sub_epi8(_mm_or_si128(v, _mm_set1_epi8(0x20)), _mm_set1_epi8('a'));
+    __m128i digit = _mm_sub_epi8(v, _mm_set1_epi8('0'));
+    __m128i word = _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(letter, _mm_set1_epi8(25)), letter),
+                                _mm_cmpeq_epi8(_mm_min_epu8(digit, _mm_set1_epi8(9)), digit));
+    return (unsigned)_mm_movemask_epi8(_mm_or_si128(word, _mm_cmpeq_epi8(v, _mm_set1_epi8('_'))));
+}
+
+/* The 16 characters from `i` as bytes in *v; 0 when one of them is not ASCII. A 2-byte text is
+ * narrowed (its ASCII characters are their own bytes), so one block search serves both kinds. */
+INLINE int ascii_block(const Text *t, Py_ssize_t i, __m128i *v) {
+    if (t->kind == PyUnicode_1BYTE_KIND) {
+        *v = _mm_loadu_si128((const __m128i *)((const unsigned char *)t->data + i));
+        return _mm_movemask_epi8(*v) == 0;
+    }
+    const Py_UCS2 *d = (const Py_UCS2 *)t->data + i;
+    __m128i a = _mm_loadu_si128((const __m128i *)d), b = _mm_loadu_si128((const __m128i *)(d + 8));
+    __m128i wide = _mm_set1_epi16((short)0xFF80), zero = _mm_setzero_si128();
+    __m128i ascii = _mm_and_si128(_mm_cmpeq_epi16(_mm_and_si128(a, wide), zero), _mm_cmpeq_epi16(_mm_and_si128(b, wide), zero));
+    if (_mm_movemask_epi8(ascii) != 0xFFFF) return 0;
+    *v = _mm_packus_epi16(a, b);
+    return 1;
+}
+
+/* scan_lexemes_words for a 1- or 2-byte text whose prefixes start with at most 16 ASCII characters,
+ * 16 characters at a time: only a lexeme head or a prefix's first character at a word start can change
+ * anything, and most characters are neither, so the per-character step runs only at those (a block
+ * with a character >= 128, whose word characters the bit test does not know, steps through each).
+ * Same result as the per-character loop: a word start is a character whose predecessor in the text
+ * is not a word character, and lexemes and scanned words are skipped through `cursor`. */
+static int scan_lexemes_words_blocks(const Text *t, PyObject *src, PyObject **out, const Prefixes *p,
+                                     PyObject *found) {
+    __m128i firsts[16];
+    for (int k = 0; k < p->n_first_chars; k++) firsts[k] = _mm_set1_epi8((char)p->first_chars[k]);
+    Py_ssize_t i = 0, cursor = 0; /* everything before cursor is done; i >= cursor */
+    while (i + 16 <= t->n) {
+        __m128i v;
+        if (!ascii_block(t, i, &v)) {
+            cursor = lexeme_word_steps(t, src, out, p, found, i, i + 16);
+            if (cursor == -2) return -1;
+            i = cursor;
             continue;
         }
-        after_word = word;
-        i++;
+        __m128i heads = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('/')), _mm_cmpeq_epi8(v, _mm_set1_epi8('"'))),
+                                     _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\'')), _mm_cmpeq_epi8(v, _mm_set1_epi8('R'))));
+        __m128i first = _mm_setzero_si128();
+        for (int k = 0; k < p->n_first_chars; k++) first = _mm_or_si128(first, _mm_cmpeq_epi8(v, firsts[k]));
+        unsigned after = (ascii_word_bits(v) << 1) | (unsigned)(i > 0 && is_word(at(t, i - 1)));
+        unsigned starts = (unsigned)_mm_movemask_epi8(first) & ~after;
+        unsigned todo = (unsigned)_mm_movemask_epi8(heads) | starts;
+        while (todo) {
+            int j = __builtin_ctz(todo);
+            todo &= todo - 1;
+            Py_ssize_t at_j = i + j;
+            if (at_j < cursor) continue; /* inside a lexeme or a word already read */
+            int after_word = !((starts >> j) & 1);
+            cursor = lexeme_word_step(t, src, out, p, found, at_j, &after_word);
+            if (cursor == -2) return -1;
+        }
+        i = cursor > i + 16 ? cursor : i + 16;
     }
-    return 0;
+    return lexeme_word_steps(t, src, out, p, found, i > cursor ? i : cursor, t->n) == -2 ? -1 : 0;
 }
+#endif
 
 static int words_ucs1(const Text *t, PyObject *text, const Prefixes *p, PyObject *found) {
     Text fixed = {PyUnicode_1BYTE_KIND, t->data, t->n};
@@ -470,11 +564,17 @@ static int words_ucs4(const Text *t, PyObject *text, const Prefixes *p, PyObject
 
 static int mask_words_ucs1(const Text *t, PyObject *src, PyObject **out, const Prefixes *p, PyObject *found) {
     Text fixed = {PyUnicode_1BYTE_KIND, t->data, t->n};
+#ifdef HAVE_BLOCKS
+    if (p->n_first_chars >= 0) return scan_lexemes_words_blocks(&fixed, src, out, p, found);
+#endif
     return scan_lexemes_words(&fixed, src, out, p, found);
 }
 
 static int mask_words_ucs2(const Text *t, PyObject *src, PyObject **out, const Prefixes *p, PyObject *found) {
     Text fixed = {PyUnicode_2BYTE_KIND, t->data, t->n};
+#ifdef HAVE_BLOCKS
+    if (p->n_first_chars >= 0) return scan_lexemes_words_blocks(&fixed, src, out, p, found);
+#endif
     return scan_lexemes_words(&fixed, src, out, p, found);
 }
 

@@ -126,3 +126,30 @@ def test_c_directives_match_the_regex_on_random_text(c_directives):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 40)))
         for names in (_WALKED, frozenset({"if", "i", "f", "_"})):
             assert c_directives(text, names) == directives_with_regex(text, names), repr(text)
+
+
+def test_the_block_search_agrees_on_long_mostly_ascii_text(c_words):
+    """Texts past 16 characters take the 16-at-a-time search (1- and 2-byte strings alike): lexemes
+    and words that cross a block edge, wide characters in some blocks, a prefix starting with R
+    (a raw string's head), and more than 16 first characters (the per-character loop)."""
+    require(compiled_mask_words is not None, "the _lexmask C extension")
+    pieces = [
+        *"/*\"'R()\\\n acdtnu8_x32;{}",
+        "cuda",
+        "__shfl_sync",
+        "template",
+        "//",
+        "/*",
+        "*/",
+        'R"(',
+        ')"',
+    ]
+    pieces += ["0xffffffff", "warpSize", "cg", " ", "  ", "\u00e9", "\u2014"]
+    many_firsts = tuple("abcdefghijklmnopq")
+    rng = random.Random(16)
+    for prefixes in (WORD_PREFIXES, ("R", "a", "u8", "c", "x", "_"), many_firsts, ("\u00e9",)):
+        for _ in range(3000):
+            text = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 60)))
+            if rng.random() < 0.7:
+                text = text.replace("\u2014", "-")  # mostly 1-byte strings, some 2-byte
+            assert compiled_mask_words(text, prefixes) == mask_words_with_regex(text, prefixes), repr(text)
