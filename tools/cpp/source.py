@@ -153,12 +153,15 @@ class SourceText:
         """1-based line and column of an offset. Newlines are counted from the nearest earlier
         query, so the detectors' runs of offsets (each in increasing order) cost about one count
         over the file, not one per run."""
+        return self._line(offset), offset - (self.raw.rfind("\n", 0, offset) + 1) + 1
+
+    def _line(self, offset: int) -> int:
         i = bisect.bisect_right(self._marks, offset) - 1
         line = self._mark_lines[i] + self.raw.count("\n", self._marks[i], offset)
         if offset > self._marks[i]:
             self._marks.insert(i + 1, offset)
             self._mark_lines.insert(i + 1, line)
-        return line, offset - (self.raw.rfind("\n", 0, offset) + 1) + 1
+        return line
 
     def lines_at(self, offsets: list[int]) -> list[int]:
         """1-based line numbers of offsets given in increasing order: newlines counted once, from
@@ -175,6 +178,13 @@ class SourceText:
             self._marks.append(last)
             self._mark_lines.append(line)
         return out
+
+    def place(self, offset: int) -> tuple[int, int, str]:
+        """line_col(offset) and line_text(offset) together (one search for the line start)."""
+        line = self._line(offset)
+        start = self.raw.rfind("\n", 0, offset) + 1
+        end = self.raw.find("\n", offset)
+        return line, offset - start + 1, self.raw[start:] if end < 0 else self.raw[start:end]
 
     def line_text(self, offset: int) -> str:
         """The raw source line holding an offset, without its newline."""

@@ -32,18 +32,32 @@ class IncludingFile(Protocol):
 class IncludeGraph:
     """Repo files and their `#include` edges; unresolved names (system headers) have no edge."""
 
-    def __init__(
-        self, files: Mapping[str, IncludingFile], resolved: dict[tuple[str, str], list[str]] | None = None
-    ):
-        """`resolved`: another graph's `resolved` over the same paths (resolution reads only
-        which files exist, not what they include), to reuse its lookups."""
+    def __init__(self, files: Mapping[str, IncludingFile], same_paths: IncludeGraph | None = None):
+        """`same_paths`: a graph over the same paths whose name index and include lookups this
+        one reuses (resolution reads only which files exist, not what they include)."""
         self.files = files
-        self.by_name: dict[str, list[str]] = {}
-        for rel in files:
-            self.by_name.setdefault(posixpath.basename(rel), []).append(rel)
-        self.resolved: dict[tuple[str, str], list[str]] = {} if resolved is None else resolved
+        if same_paths is None:
+            self.by_name: dict[str, list[str]] = {}
+            for rel in files:
+                self.by_name.setdefault(posixpath.basename(rel), []).append(rel)
+            self.resolved: dict[tuple[str, str], list[str]] = {}
+            self._dirs: dict[str, str] = {}
+        else:
+            self.by_name, self.resolved, self._dirs = (
+                same_paths.by_name,
+                same_paths.resolved,
+                same_paths._dirs,
+            )
         self._closure: dict[str, frozenset[str]] = {}
-        self._dirs: dict[str, str] = {}
+        self._targets: dict[str, list[str]] = {}
+
+    def targets(self, rel: str) -> list[str]:
+        """Repo files `rel` includes where the ROCm build compiles the include (resolved once per
+        file: a closure walk visits a shared header once per file that reaches it)."""
+        found = self._targets.get(rel)
+        if found is None:
+            found = self._targets[rel] = [t for h in self.files[rel].includes for t in self.resolve(rel, h)]
+        return found
 
     def resolve(self, includer: str, header: str) -> list[str]:
         """Repo files an include may name: the one beside the includer, else any with that suffix."""
@@ -76,11 +90,10 @@ class IncludeGraph:
             if done is not None:  # a header's closure is already complete: no need to walk it again
                 seen |= done
                 continue
-            for header in self.files[current].includes:
-                for target in self.resolve(current, header):
-                    if target not in seen:
-                        seen.add(target)
-                        todo.append(target)
+            for target in self.targets(current):
+                if target not in seen:
+                    seen.add(target)
+                    todo.append(target)
         self._closure[rel] = frozenset(seen)
         return self._closure[rel]
 
@@ -89,12 +102,10 @@ class IncludeGraph:
         nobody includes) plus what they include outside CUDA-only branches. A header reached only
         through `#ifndef USE_ROCM` includes is CUDA-only."""
         if roots is None:
-            included = {
-                t
-                for rel, f in self.files.items()
-                for h in (*f.includes, *f.cuda_includes)
-                for t in self.resolve(rel, h)
-            }
+            included = {t for rel in self.files for t in self.targets(rel)}
+            included.update(
+                t for rel, f in self.files.items() for h in f.cuda_includes for t in self.resolve(rel, h)
+            )
             roots = [p for p in self.files if p not in included or not p.endswith(HEADER_SUFFIXES)]
         reached: set[str] = set()
         for root in roots:

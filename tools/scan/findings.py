@@ -33,8 +33,7 @@ def make_finding(
 ) -> Failure:
     """A scan finding at `offset`. Per-occurrence findings get the line's hash in their signature
     because one file may hold many of them; the signature never holds a line number."""
-    line, column = src.line_col(offset)
-    text = src.line_text(offset)
+    line, column, text = src.place(offset)
     signature = f"{construct.kind}:{src.path}:{symbol}"
     if per_occurrence:
         signature += f"@{line_key(text)}"

@@ -23,16 +23,22 @@ _OPCODE = re.compile(r"^(?:@!?%?\w+\s+)?([a-z][\w.:]*)")
 _MAX_STATEMENT = 8000
 
 
+_PAREN = re.compile(r"[()]")
+_PIECES = re.compile(r"[;\n{}]")
+_LABEL = re.compile(r"^\s*\w+:\s*")
+
+
 def _closing_paren(masked: str, open_at: int) -> int:
+    """Offset of the ')' closing the '(' at `open_at`, or where the search gives up (8,000
+    characters on, or the end): parentheses are visited, not every character."""
     depth, end = 0, min(len(masked), open_at + _MAX_STATEMENT)
-    for i in range(open_at, end):
-        ch = masked[i]
-        if ch == "(":
+    for m in _PAREN.finditer(masked, open_at, end):
+        if m.group() == "(":
             depth += 1
-        elif ch == ")":
+        else:
             depth -= 1
             if depth == 0:
-                return i
+                return m.start()
     return end
 
 
@@ -40,8 +46,8 @@ def ptx_opcodes(template: str) -> list[str]:
     """The instruction opcodes of a PTX template (directives like `.reg` and labels skipped)."""
     text = template.replace("\\n", "\n").replace("\\t", " ")
     out = []
-    for piece in re.split(r"[;\n{}]", text):
-        piece = re.sub(r"^\s*\w+:\s*", "", piece.strip())
+    for piece in _PIECES.split(text):
+        piece = _LABEL.sub("", piece.strip())
         m = _OPCODE.match(piece)
         if m:
             out.append(m.group(1))

@@ -94,8 +94,8 @@ def _scan_fresh(root: Path, rels: list[str], hipify: bool, jobs: int) -> list[Fi
 class _TreeView(IncludeGraph):
     """The shared include graph plus what only the scan asks of it: compat names in scope."""
 
-    def __init__(self, results: dict[str, FileResult], resolved: dict[tuple[str, str], list[str]]):
-        super().__init__(results, resolved)
+    def __init__(self, results: dict[str, FileResult], same_paths: IncludeGraph):
+        super().__init__(results, same_paths)
         self.results = results
         self._visible: dict[str, set[str]] = {}
 
@@ -130,11 +130,16 @@ def _rescan_with_header_macros(
     (`#if VLLM_FP8_CVT_X2` where core/cuda_compat.h defines it per build). Few files qualify."""
     graph = IncludeGraph(results)
     exports = {rel: r.exports for rel, r in results.items() if r.exports}
-    exported = {name for table in exports.values() for name in table}
+    exporters: dict[str, set[str]] = {}
+    for header, table in exports.items():
+        for name in table:
+            exporters.setdefault(name, set()).add(header)
     for rel, result in results.items():
-        names = result.condition_names & exported
+        names = result.condition_names & exporters.keys()
         if not names:  # no header of the tree defines a macro its #ifs read
             continue
+        if graph.closure(rel).isdisjoint(set().union(*(exporters[n] for n in names)) - {rel}):
+            continue  # nor one it includes: the seed would be empty
         seed = seed_for(graph, rel, exports, names)
         seed = {
             name: pair
@@ -187,7 +192,7 @@ def scan_tree(
     before_rescan = _rescan_with_header_macros(root, results, hipify, cache)
     if cache is not None:
         cache.save()
-    graph = _TreeView(results, before_rescan.resolved)  # same paths: its include lookups hold
+    graph = _TreeView(results, before_rescan)  # same paths: its include lookups hold
     reachable = graph.rocm_reachable()
     compiled, rocm_only = reachable, set()
     if build is not None:

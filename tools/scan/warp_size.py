@@ -38,6 +38,7 @@ _WARP_NAME = re.compile(
 _FULL_MASK = re.compile(r"0[xX][fF]{8}(?![0-9a-fA-F])")
 _THIRTY_TWO = ("32", "32u", "32U")
 _SHARED_32 = re.compile(r"__shared__[^;]*?\b(?P<name>\w+)\s*\[\s*(?P<lit>32)\s*\]")
+_BRACKET_32 = re.compile(r"\[\s*32\s*\]")
 _CONST_WARPSIZE = re.compile(
     r"\b(?:constexpr|static_assert)\b[^;{]*?\b(?P<lit>warpSize)\b"
     r"|<\s*(?P<targ>warpSize)\s*[,>]"
@@ -186,12 +187,16 @@ def _candidates(src: SourceText) -> Iterator[Candidate]:
 
 def shared_per_warp_arrays(masked: str) -> Iterator[re.Match[str]]:
     """What _SHARED_32.finditer(masked) yields, trying the pattern only at a `__shared__` whose
-    statement (up to the next ';', which no match crosses) holds a 32: the lazy scan to `[32]`
+    statement (up to the next ';', which no match crosses) holds a `[32]`: the lazy scan to it
     is otherwise tried at every character of every declaration."""
     pos = 0
     while (at := masked.find("__shared__", pos)) >= 0:
         end = masked.find(";", at)
-        m = _SHARED_32.match(masked, at) if masked.find("32", at, None if end < 0 else end) >= 0 else None
+        m = (
+            _SHARED_32.match(masked, at)
+            if _BRACKET_32.search(masked, at, len(masked) if end < 0 else end)
+            else None
+        )
         if m:
             yield m
             pos = m.end()

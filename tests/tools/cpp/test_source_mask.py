@@ -149,5 +149,6 @@ def test_lines_at_agrees_with_line_col_from_any_earlier_query():
             if rng.random() < 0.5 and text:
                 at = rng.randrange(len(text))
                 assert src.line_col(at)[0] == expected[at]
+                assert src.place(at) == (*src.line_col(at), src.line_text(at))
             offsets = sorted(rng.sample(range(len(text) + 1), rng.randrange(0, len(text) + 1)))
             assert src.lines_at(offsets) == [expected[i] for i in offsets]
