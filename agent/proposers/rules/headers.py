@@ -137,17 +137,22 @@ IMPLICIT = {
     *("__float_as_uint", "__uint_as_float", "__float_as_int", "__int_as_float"),
     *("__double_as_longlong", "__longlong_as_double", "__popc", "__popcll", "__clz", "__clzll"),
     *("__ffs", "__ffsll", "__brev", "__brevll", "__umulhi", "__mulhi", "__umul64hi", "__mul64hi"),
-    *("__fdividef", "__expf", "__logf", "__powf", "__sinf", "__cosf", "__saturatef"),
+    *("__fdividef", "__expf", "__logf", "__powf", "__sinf", "__cosf", "__saturatef", "__align__"),
+    *("__byte_perm", "__funnelshift_l", "__funnelshift_r", "__rhadd", "__uhadd", "__sad", "__usad"),
+    *("__mul24", "__umul24", "__vabsdiffu4", "__vabsdiffs4", "__vabsdiffu2", "__vabsdiffs2"),
 }
 """What nvcc declares in every .cu without an include (its implicit cuda_runtime.h): built-in variables,
 qualifier macros, vector types, device functions; HIP declares them in hip/hip_runtime.h."""
-VECTOR_TYPE = re.compile(r"(?:make_)?(?:u?(?:char|short|int|long|longlong)|float|double)[1-4]")
+IMPLICIT_PATTERN = re.compile(
+    r"(?:make_)?(?:u?(?:char|short|int|long|longlong)|float|double)[1-4]"
+    r"|__(?:float|double|u?int|u?ll)2(?:float|double|u?int|u?ll)_r[nzud]"  # rounding conversions
+)
 UNKNOWN = re.compile(r"undeclared identifier|unknown type name|undeclared function|no template named")
 
 
 def implicit_runtime_name(symbol: str) -> bool:
     """True for a name nvcc's implicit cuda_runtime.h declares (`__forceinline__`, `uint4`, `threadIdx`)."""
-    return symbol in IMPLICIT or VECTOR_TYPE.fullmatch(symbol) is not None
+    return symbol in IMPLICIT or IMPLICIT_PATTERN.fullmatch(symbol) is not None
 
 
 class ImplicitRuntimeFixer:
@@ -158,7 +163,10 @@ class ImplicitRuntimeFixer:
     kinds: tuple[str, ...] = ("compile_error",)
 
     def propose(self, failure: Failure, ws: Workspace) -> Proposal | None:
-        if not implicit_runtime_name(failure.symbol or "") or not UNKNOWN.search(failure.message or ""):
+        named = implicit_runtime_name(failure.symbol or "") and UNKNOWN.search(failure.message or "")
+        # `struct __align__(16) T` with __align__ undefined reads as a parse error, naming nothing
+        aligned = "__align__(" in (failure.excerpt or "") and (failure.message or "").startswith("expected")
+        if not (named or aligned):
             return None
         from agent.proposers.rules.warp import add_lines  # warp imports this module
 
@@ -172,9 +180,10 @@ class ImplicitRuntimeFixer:
             self.family,
             {rel: (text, new)},
             (
-                f"{rel}: uses {failure.symbol}, which nvcc declares implicitly in every .cu (its implicit "
-                f"cuda_runtime.h); on ROCm it comes from hip/hip_runtime.h, included under `#ifdef USE_ROCM` "
-                f"with the file's other includes, after its license and include guard (nothing changes on CUDA)."
+                f"{rel}: uses {failure.symbol if named else '__align__'}, which nvcc declares implicitly in "
+                f"every .cu (its implicit cuda_runtime.h); on ROCm it comes from hip/hip_runtime.h, included "
+                f"under `#ifdef USE_ROCM` with the file's other includes, after its license and include guard "
+                f"(nothing changes on CUDA)."
             ),
             ws=ws,
         )

@@ -66,3 +66,25 @@ def test_a_name_nvcc_does_not_declare_is_left_to_other_rules(git_repo):
     root = git_repo({"mix/round.h": PRAGMA_ONCE.replace("uint4", "uint4x"), "k.cu": UNIT})
     fail = _fail("uint4x", "unknown type name 'uint4x'")
     assert not propose_for(fail, Workspace(root=root)).proposals
+
+
+def test_bit_intrinsics_conversions_and_align_come_with_the_runtime_too(git_repo, rocm_image, nvcc):
+    """hipcc declares the float fast-math (`__expf`) itself, but not these: each fails without the include."""
+    src = (
+        "struct __align__(16) Pair { float a, b; };\n\n"
+        "__global__ void k(Pair* p, unsigned* u, int* n) {\n"
+        "  u[0] = __byte_perm(u[0], u[1], 0x3210) + __popc(u[1]) + __float2uint_rz(p->a);\n"
+        "  atomicAdd(n, __float2int_rn(p->b) + __double2int_rn(1.0));\n"
+        "}\n"
+    )
+    fresh = git_repo({"k.cu": src}, name="fresh")
+    for name in ("__byte_perm", "__popc", "__float2uint_rz", "atomicAdd", "__double2int_rn"):
+        named = failure("compile_error", "k.cu", name, f"use of undeclared identifier '{name}'")
+        assert propose(fresh, named).files == ["k.cu"]
+    root = git_repo({"k.cu": src})
+    fail = failure("compile_error", "k.cu", "", "expected unqualified-id")
+    fail.excerpt = "struct __align__(16) Pair { float a, b; };"
+    outcome = validate(root, image_toolchains(root, rocm_image, "gfx942"), propose(root, fail), fail)
+    assert outcome.kept, outcome.reason
+    assert (root / "k.cu").read_text().startswith(BLOCK + "struct __align__(16) Pair")
+    assert not propose_for(fail, Workspace(root=root)).proposals  # a second run adds nothing
