@@ -36,12 +36,24 @@ def hip_lines(headers: list[str]) -> list[str]:
     return [f"#include <{h}>" for h in headers]
 
 
-def block_replacements(text: str) -> dict[str, list[str]]:
+CUDART_NAME = re.compile(r"\bCUDART_(\w+)")
+
+
+def math_constant_lines(used: set[str]) -> list[str]:
+    """hip_math_constants.h spells CUDA's `CUDART_<X>` constants `HIP_<X>`: one alias per name in use."""
+    return ["#include <hip/hip_math_constants.h>", *(f"#define CUDART_{x} HIP_{x}" for x in sorted(used))]
+
+
+def block_replacements(text: str, constants: set[str] | None = None) -> dict[str, list[str]]:
     """ROCm lines for every CUDA header the text includes that has a mapping (runtime/type headers, cub,
-    host-compatible cuda/std), so one guard covers a whole block of includes."""
+    host-compatible cuda/std, math constants: `constants` are the CUDART_ names the repo uses, else the
+    text's), so one guard covers a whole block of includes."""
     from agent.proposers.rules.cub import CUB_ROCM, STD_ALIAS, STD_HEADERS  # cub imports this module
 
     out = {h: hip_lines(hips) for h, hips in HIP_HEADERS.items()}
+    out["math_constants.h"] = math_constant_lines(
+        constants if constants is not None else set(CUDART_NAME.findall(text))
+    )
     for line in text.splitlines():
         header = include_of(line) or ""
         if header.startswith("cub/"):
@@ -87,6 +99,16 @@ def including_file(ws: Workspace, failure: Failure, header: str) -> str | None:
     return None
 
 
+def _constants_used(ws: Workspace, text: str) -> set[str] | None:
+    """The CUDART_ names of every repo source file, when `text` includes math_constants.h (its includers
+    use them too); None otherwise."""
+    if not any(include_of(ln) == "math_constants.h" for ln in text.splitlines()):
+        return None
+    from agent.patch.units import source_files
+
+    return {x for rel in source_files(ws.root) for x in CUDART_NAME.findall(ws.read(rel) or "")}
+
+
 def guard_include_block(
     ws: Workspace, failure: Failure, header: str, family: str, why: str
 ) -> Proposal | None:
@@ -96,7 +118,7 @@ def guard_include_block(
     if rel is None:
         return None
     text = ws.read(rel) or ""
-    new = guard_includes(text, block_replacements(text))
+    new = guard_includes(text, block_replacements(text, _constants_used(ws, text)))
     return make_proposal(failure, family, {rel: (text, new)}, f"{rel}: {why}", ws=ws)
 
 
@@ -116,7 +138,7 @@ class CudaHeaderFixer:
             )
         if header in NO_EQUIVALENT:
             raise Decline(NO_EQUIVALENT[header])
-        if header not in HIP_HEADERS:
+        if header not in HIP_HEADERS and header != "math_constants.h":
             return None
         return guard_include_block(
             ws,

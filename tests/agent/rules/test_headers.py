@@ -68,3 +68,20 @@ def test_declines_with_reason(git_repo, header, why):
     root = git_repo({"a.cu": f"#include <{header}>\n"})
     reasons = declines(root, failure("cuda_header", "a.cu", header))
     assert len(reasons) == 1 and why in reasons[0]
+
+
+def test_math_constants_map_to_hips_spelling_of_each_constant_in_use(git_repo, rocm_image, nvcc):
+    """HIP's hip_math_constants.h names CUDA's CUDART_<X> HIP_<X>: the ROCm branch aliases the ones the repo
+    uses (here one in the header, one only in its includer)."""
+    header = "#pragma once\n#include <math_constants.h>\n\n__device__ inline float turn() { return 2 * CUDART_PI_F; }\n"
+    unit = '#include "consts.cuh"\n\n__global__ void k(double* y) { y[0] = turn() * CUDART_SQRT_2PI; }\n'
+    root = git_repo({"csrc/consts.cuh": header, "csrc/k.cu": unit})
+    fail = failure("cuda_header", "csrc/consts.cuh", "math_constants.h")
+    fail.facts["unit"] = "csrc/k.cu"
+    outcome = validate(root, image_toolchains(root, rocm_image, "gfx942"), propose(root, fail), fail)
+    assert outcome.kept, outcome.reason
+    assert all(c.ok for c in outcome.checks), [c.detail for c in outcome.checks]
+    assert (
+        "#ifdef USE_ROCM\n#include <hip/hip_math_constants.h>\n#define CUDART_PI_F HIP_PI_F\n"
+        "#define CUDART_SQRT_2PI HIP_SQRT_2PI\n#else\n#include <math_constants.h>\n#endif\n"
+    ) in (root / "csrc/consts.cuh").read_text()

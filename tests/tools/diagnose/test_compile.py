@@ -58,6 +58,12 @@ compilation terminated.
     assert failure.excerpt.count("from ") == 3
 
 
+def test_math_constants_is_a_cuda_header_on_rocm():
+    log = "csrc/k.cu:2:10: fatal error: 'math_constants.h' file not found\n#include <math_constants.h>\n"
+    (failure,) = diagnose_text(log)
+    assert (failure.kind, failure.symbol) == ("cuda_header", "math_constants.h")  # a rule maps it now
+
+
 def test_driver_errors_are_environment_failures():
     log = """\
 clang++: error: cannot find ROCm device library for gfx950; provide its path via '--rocm-path' or '--rocm-device-lib-path', or pass '-nogpulib' to build without ROCm device library
