@@ -19,6 +19,10 @@ HIP_HEADERS: dict[str, list[str]] = {
     "cuda_fp8.h": ["hip/hip_fp8.h"],
     "cooperative_groups.h": ["hip/hip_cooperative_groups.h"],
     "cooperative_groups/reduce.h": ["hip/hip_cooperative_groups.h"],  # reduce itself: rule coop_groups
+    # hip_vector_types.h alone has the types and make_float3 & co, but a unit's kernels then lack the launch
+    # declarations clang needs (`Can't find declaration for hipLaunchKernel`); the runtime has all of it
+    "vector_types.h": ["hip/hip_runtime.h"],
+    "vector_functions.h": ["hip/hip_runtime.h"],
     "curand_kernel.h": ["hiprand/hiprand_kernel.h"],
     "curand.h": ["hiprand/hiprand.h"],
 }
@@ -188,8 +192,11 @@ class ImplicitRuntimeFixer:
         named = implicit_runtime_name(failure.symbol or "") and UNKNOWN.search(failure.message or "")
         # `struct __align__(16) T` with __align__ undefined reads as a parse error, naming nothing
         aligned = "__align__(" in (failure.excerpt or "") and (failure.message or "").startswith("expected")
-        if not (named or aligned):
+        # a unit with a kernel and no runtime include: clang cannot lower the launch
+        launch = "Can't find declaration for hipLaunchKernel" in (failure.message or "")
+        if not (named or aligned or launch):
             return None
+        what = failure.symbol if named else "__align__" if aligned else "a __global__ kernel's launch"
         from agent.proposers.rules.warp import add_lines  # warp imports this module
 
         rel = target_file(failure)
@@ -202,7 +209,7 @@ class ImplicitRuntimeFixer:
             self.family,
             {rel: (text, new)},
             (
-                f"{rel}: uses {failure.symbol if named else '__align__'}, which nvcc declares implicitly in "
+                f"{rel}: uses {what}, which nvcc declares implicitly in "
                 f"every .cu (its implicit cuda_runtime.h); on ROCm it comes from hip/hip_runtime.h, included "
                 f"under `#ifdef USE_ROCM` with the file's other includes, after its license and include guard "
                 f"(nothing changes on CUDA)."

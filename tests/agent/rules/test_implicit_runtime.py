@@ -88,3 +88,30 @@ def test_bit_intrinsics_conversions_and_align_come_with_the_runtime_too(git_repo
     assert outcome.kept, outcome.reason
     assert (root / "k.cu").read_text().startswith(BLOCK + "struct __align__(16) Pair")
     assert not propose_for(fail, Workspace(root=root)).proposals  # a second run adds nothing
+
+
+def test_a_kernel_in_a_unit_without_includes_gets_the_runtime_for_its_launch(git_repo, rocm_image, nvcc):
+    root = git_repo({"k.cu": "// Copyright the authors.\n\n__global__ void k(float* x) { x[0] = 1.f; }\n"})
+    fail = failure("compile_error", "k.cu", "", "Can't find declaration for hipLaunchKernel")
+    outcome = validate(root, image_toolchains(root, rocm_image, "gfx942"), propose(root, fail), fail)
+    assert outcome.kept, outcome.reason
+    assert (root / "k.cu").read_text().startswith("// Copyright the authors.\n\n" + BLOCK + "\n__global__")
+
+
+def test_vector_types_and_functions_headers_become_the_hip_runtime(git_repo, rocm_image, nvcc):
+    """hip_vector_types.h alone would leave the unit's kernel without its launch declarations."""
+    header = (
+        "#include <vector_types.h>\n#include <vector_functions.h>\n\n__device__ float3 twice(float3 a);\n"
+    )
+    root = git_repo(
+        {"csrc/v.cuh": header, "csrc/k.cu": '#include "v.cuh"\n__global__ void k(float3* p) {}\n'}
+    )
+    fail = failure("cuda_header", "csrc/v.cuh", "vector_types.h")
+    fail.facts["unit"] = "csrc/k.cu"
+    outcome = validate(root, image_toolchains(root, rocm_image, "gfx942"), propose(root, fail), fail)
+    assert outcome.kept, outcome.reason
+    assert (
+        (root / "csrc/v.cuh")
+        .read_text()
+        .startswith("#ifdef USE_ROCM\n#include <hip/hip_runtime.h>\n#else\n#include <vector_types.h>\n")
+    )

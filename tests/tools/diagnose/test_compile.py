@@ -58,10 +58,11 @@ compilation terminated.
     assert failure.excerpt.count("from ") == 3
 
 
-def test_math_constants_is_a_cuda_header_on_rocm():
-    log = "csrc/k.cu:2:10: fatal error: 'math_constants.h' file not found\n#include <math_constants.h>\n"
-    (failure,) = diagnose_text(log)
-    assert (failure.kind, failure.symbol) == ("cuda_header", "math_constants.h")  # a rule maps it now
+def test_math_constants_and_vector_functions_are_cuda_headers_on_rocm():
+    for header in ("math_constants.h", "vector_functions.h"):  # rules map them now
+        log = f"csrc/k.cu:2:10: fatal error: '{header}' file not found\n#include <{header}>\n"
+        (failure,) = diagnose_text(log)
+        assert (failure.kind, failure.symbol) == ("cuda_header", header)
 
 
 def test_driver_errors_are_environment_failures():
