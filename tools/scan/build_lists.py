@@ -31,7 +31,10 @@ _TRACKED = frozenset(("set", "list", "file", *TARGET_COMMANDS))
 _ARG = re.compile(r'"((?:[^"\\]|\\.)*)"|(\()|(\))|([^\s()"]+)')
 _VAR = re.compile(r"\$\{(\w+)\}")
 _COMMAND_NAME = re.compile(r"[A-Za-z_]\w*")
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|#\[(=*)\[[\s\S]*?\]\1\]|#[^\n]*|\(|\)|[^\s()"#]+')
+# Leading blanks are eaten by the match (the engine would otherwise try every alternative at each
+# blank), the commonest token is tried first, and strings are an unrolled loop: the same tokens as
+# `"(?:[^"\\]|\\.)*"|#\[(=*)\[[\s\S]*?\]\1\]|#[^\n]*|\(|\)|[^\s()"#]+` found one by one.
+_TOKEN = re.compile(r'\s*([^\s()"#]+|\(|\)|"[^"\\]*(?:\\.[^"\\]*)*"|#\[(=*)\[[\s\S]*?\]\2\]|#[^\n]*)')
 
 
 def _commands(text: str) -> Iterator[tuple[str, str]]:
@@ -39,9 +42,8 @@ def _commands(text: str) -> Iterator[tuple[str, str]]:
     name, depth = "", 0
     pieces: list[str] = []
     previous = None
-    for m in _TOKEN.finditer(text):
-        token = m.group(0)
-        if token.startswith("#"):
+    for token, _ in _TOKEN.findall(text):
+        if token[0] == "#":
             continue
         if depth == 0:
             if token == "(" and previous is not None and _COMMAND_NAME.fullmatch(previous):
@@ -65,12 +67,13 @@ _Plan = list[tuple[list[str | None], str | None, str | None]]
 
 def _plan(raw: str) -> _Plan:
     plan: _Plan = []
-    for m in _ARG.finditer(raw):
-        quoted, word = m.group(1), m.group(4)
-        if m.group(2) or m.group(3):
-            plan.append(([m.group(2) or m.group(3)], None, None))
+    for quoted_text, opening, closing, word_text in _ARG.findall(raw):
+        if opening or closing:
+            plan.append(([opening or closing], None, None))
             continue
-        text = quoted if quoted is not None else word
+        # Only a quoted argument can be empty (`""`): an unquoted word has a character.
+        quoted, word = (None, word_text) if word_text else (quoted_text, None)
+        text = word_text or quoted_text
         if "${" in text:
             plan.append(([], quoted, word))
         elif quoted is not None:

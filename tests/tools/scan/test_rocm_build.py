@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+import re
 from pathlib import Path
 
 import yaml
@@ -9,7 +11,7 @@ import yaml
 from agent.profiles import Profile, load_profile
 from tests.tools.scan.helpers import scan_files, summary, write
 from tools.scan import scan_report
-from tools.scan.build_lists import cmake_sources, setup_py_sources
+from tools.scan.build_lists import _TOKEN, _commands, cmake_sources, setup_py_sources
 
 CMAKE = """
 cmake_minimum_required(VERSION 3.26)
@@ -155,3 +157,21 @@ def test_runtime_python_is_in_the_build_and_kernel_generators_are_not(tmp_path):
     assert inside.findings == [] and [n.path for n in inside.not_built] == ["generate.py"]
     package = scan_report(repo / "pkg", profile=profile_file(tmp_path))
     assert summary(package.findings) == [("cuda_only_dep", "layers/router.py", 1, "deep_gemm")]
+
+
+def test_cmake_commands_are_read_as_one_token_at_a_time_would_read_them():
+    """The CMake tokenizer eats blanks inside its match and tries words first; it must give the
+    commands that the plain token-by-token pattern gives (strings with escapes, bracket comments,
+    unclosed quotes, nested parentheses)."""
+    reference = re.compile(r'"(?:[^"\\]|\\.)*"|#\[(=*)\[[\s\S]*?\]\1\]|#[^\n]*|\(|\)|[^\s()"#]+')
+    pieces = [*'"\\#[]=() \n\tab;$', "#[[", "]]", "#[=[", "]=]", "${x}", "set", "if", "foo(", ")", '"a b"']
+    rng = random.Random(9)
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 30)))
+        assert [t for t, _ in _TOKEN.findall(text)] == [m.group(0) for m in reference.finditer(text)], repr(
+            text
+        )
+    assert list(_commands('set(A "x y" #c\n b) # no(\nlist(APPEND A (c))')) == [
+        ("set", 'A "x y" b'),
+        ("list", "APPEND A ( c )"),
+    ]
