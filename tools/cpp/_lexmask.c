@@ -584,19 +584,48 @@ static int mask_words_ucs4(const Text *t, PyObject *src, PyObject **out, const P
 }
 
 /* (mask(text), words(mask(text), prefixes)) in one pass over the text. */
+/* The prefix tables of the tuple a function was last called with: the scanner passes one tuple for
+ * every file, and building the tables cost more than searching a small file. The cache holds a
+ * reference to the tuple (immutable, as are its strs), so the tables stay those of its prefixes. */
+typedef struct {
+    PyObject *tuple;
+    Prefixes p;
+    Code *codes;
+    Py_ssize_t n_codes;
+} PrefixCache;
+
+static PrefixCache mask_words_cache, words_cache;
+
+/* The tables for `tuple`, from `cache` or built into it; NULL with an exception set. */
+static const Prefixes *cached_prefixes(PrefixCache *cache, PyObject *tuple) {
+    if (cache->tuple == tuple) return &cache->p;
+    Prefixes p = {0};
+    Py_ssize_t n_codes;
+    Code *codes = load_prefixes(tuple, &p, &n_codes);
+    if (codes == NULL) return NULL;
+    if (cache->tuple != NULL) {
+        free_prefixes(&cache->p, cache->codes, cache->n_codes);
+        Py_DECREF(cache->tuple);
+    }
+    Py_INCREF(tuple);
+    cache->tuple = tuple;
+    cache->p = p;
+    cache->codes = codes;
+    cache->n_codes = n_codes;
+    return &cache->p;
+}
+
 static PyObject *mask_words(PyObject *self, PyObject *args) {
     PyObject *text, *prefixes;
     if (!PyArg_ParseTuple(args, "UO!:mask_words", &text, &PyTuple_Type, &prefixes)) return NULL;
-    Prefixes p = {0};
-    Py_ssize_t n_codes;
-    Code *codes = load_prefixes(prefixes, &p, &n_codes);
-    if (codes == NULL) return NULL;
+    const Prefixes *p = cached_prefixes(&mask_words_cache, prefixes);
+    if (p == NULL) return NULL;
     PyObject *found = PyDict_New(), *out = NULL, *result = NULL;
     if (found != NULL) {
         Text t = {PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text)};
-        int failed = t.kind == PyUnicode_1BYTE_KIND   ? mask_words_ucs1(&t, text, &out, &p, found)
-                     : t.kind == PyUnicode_2BYTE_KIND ? mask_words_ucs2(&t, text, &out, &p, found)
-                                                      : mask_words_ucs4(&t, text, &out, &p, found);
+        int failed = t.kind == PyUnicode_1BYTE_KIND   ? mask_words_ucs1(&t, text, &out, p, found)
+                     : t.kind == PyUnicode_2BYTE_KIND ? mask_words_ucs2(&t, text, &out, p, found)
+                                                      : mask_words_ucs4(&t, text, &out, p, found);
         if (failed) {
             Py_XDECREF(out);
         } else {
@@ -605,26 +634,22 @@ static PyObject *mask_words(PyObject *self, PyObject *args) {
         }
         Py_DECREF(found);
     }
-    free_prefixes(&p, codes, n_codes);
     return result;
 }
 
 static PyObject *words(PyObject *self, PyObject *args) {
     PyObject *text, *prefixes;
     if (!PyArg_ParseTuple(args, "UO!:words", &text, &PyTuple_Type, &prefixes)) return NULL;
-    Prefixes p = {0};
-    Py_ssize_t n_codes;
-    Code *codes = load_prefixes(prefixes, &p, &n_codes);
-    if (codes == NULL) return NULL;
+    const Prefixes *p = cached_prefixes(&words_cache, prefixes);
+    if (p == NULL) return NULL;
     PyObject *found = PyDict_New();
     if (found != NULL) {
         Text t = {PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text)};
-        int failed = t.kind == PyUnicode_1BYTE_KIND   ? words_ucs1(&t, text, &p, found)
-                     : t.kind == PyUnicode_2BYTE_KIND ? words_ucs2(&t, text, &p, found)
-                                                      : words_ucs4(&t, text, &p, found);
+        int failed = t.kind == PyUnicode_1BYTE_KIND   ? words_ucs1(&t, text, p, found)
+                     : t.kind == PyUnicode_2BYTE_KIND ? words_ucs2(&t, text, p, found)
+                                                      : words_ucs4(&t, text, p, found);
         if (failed) Py_CLEAR(found);
     }
-    free_prefixes(&p, codes, n_codes);
     return found;
 }
 

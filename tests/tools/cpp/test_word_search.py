@@ -153,3 +153,13 @@ def test_the_block_search_agrees_on_long_mostly_ascii_text(c_words):
             if rng.random() < 0.7:
                 text = text.replace("\u2014", "-")  # mostly 1-byte strings, some 2-byte
             assert compiled_mask_words(text, prefixes) == mask_words_with_regex(text, prefixes), repr(text)
+
+
+def test_prefix_tables_follow_the_tuple_each_call_names(c_words):
+    """The C search keeps the tables of the last prefix tuple it was given: a call with another
+    tuple (or an equal one rebuilt) must search for that call's prefixes."""
+    require(compiled_mask_words is not None, "the _lexmask C extension")
+    text = "cudaMalloc(x); __shfl_sync(m, v, 1); abc_def 32"
+    for prefixes in [("cu",), ("__", "ab"), ("cu",), ("".join(["c", "u"]),), WORD_PREFIXES, ("cu",)]:
+        assert c_words(text, prefixes) == words_with_regex(text, prefixes)
+        assert compiled_mask_words(text, prefixes) == mask_words_with_regex(text, prefixes)
