@@ -59,7 +59,8 @@ def _defines_here(masked: str, start: int, end: int) -> bool:
             + 1
         )
         return bool(_TYPEDEF.search(masked, statement_start, start))
-    return bool(_FUNC_DEF_AFTER.match(masked, end))
+    # `N(...) {` needs '(' first after blanks: most uses (`cudaStream_t s`) are settled here.
+    return (not following or following == "(") and bool(_FUNC_DEF_AFTER.match(masked, end))
 
 
 def header_findings(src: SourceText, regions: Regions) -> list[Failure]:

@@ -174,7 +174,7 @@ def _candidates(src: SourceText) -> Iterator[Candidate]:
             yield start, symbol, _SOURCE
     if "32" in found:
         per_warp_file = None
-        for m in shared_per_warp_arrays(masked):
+        for m in shared_per_warp_arrays(masked, found["32"]):
             name = m.group("name")
             if per_warp_file is None:
                 per_warp_file = "__shfl" in masked
@@ -185,11 +185,16 @@ def _candidates(src: SourceText) -> Iterator[Candidate]:
             yield pos, "warpSize", _CONST
 
 
-def shared_per_warp_arrays(masked: str) -> Iterator[re.Match[str]]:
-    """What _SHARED_32.finditer(masked) yields, trying the pattern only at a `__shared__` whose
-    statement (up to the next ';', which no match crosses) holds a `[32]`: the lazy scan to it
-    is otherwise tried at every character of every declaration."""
-    pos = 0
+def shared_per_warp_arrays(masked: str, thirty_twos: list[int]) -> Iterator[re.Match[str]]:
+    """What _SHARED_32.finditer(masked) yields, given the offsets of the word `32` (increasing).
+    A match holds a `[32]` and no ';', so none starts before the statement of the first bracketed
+    32 (a file without one is done without a search); after it, the pattern is tried only at a
+    `__shared__` whose statement holds a `[32]` (its lazy scan would otherwise try every
+    character of every declaration)."""
+    first = next((p for p in thirty_twos if _in_brackets(masked, p, p + 2)), None)
+    if first is None:
+        return
+    pos = masked.rfind(";", 0, first) + 1
     while (at := masked.find("__shared__", pos)) >= 0:
         end = masked.find(";", at)
         m = (
@@ -202,6 +207,17 @@ def shared_per_warp_arrays(masked: str) -> Iterator[re.Match[str]]:
             pos = m.end()
         else:
             pos = at + 1
+
+
+def _in_brackets(masked: str, start: int, end: int) -> bool:
+    """masked[start:end] is the only thing between '[' and ']' but blanks (`\\[\\s*...\\s*\\]`)."""
+    before = start - 1
+    while before >= 0 and masked[before].isspace():
+        before -= 1
+    after = end
+    while after < len(masked) and masked[after].isspace():
+        after += 1
+    return before >= 0 and masked[before] == "[" and after < len(masked) and masked[after] == "]"
 
 
 def const_warpsize_uses(masked: str) -> Iterator[int]:

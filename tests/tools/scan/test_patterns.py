@@ -8,6 +8,7 @@ import random
 import pytest
 
 from tests.tools.scan.helpers import GUARDS, scan_files, summary
+from tools.cpp.source import words_with_regex
 from tools.scan.warp_size import _SHARED_32, shared_per_warp_arrays
 
 # (id, construct line, kind, symbol, fix family)
@@ -243,8 +244,24 @@ def test_shared_array_search_finds_what_the_pattern_finds_everywhere():
     """The `__shared__ T name[32]` detector tries its pattern only where a statement holds a 32:
     the same matches as the pattern run over the whole text."""
     rng = random.Random(3)
-    pieces = ["__shared__", " float", " warp_buf", "[32]", "[ 32 ]", "[64]", ";", "\n", " x", ",", "32", "_"]
-    for _ in range(300):
+    pieces = [
+        "__shared__",
+        " float",
+        " warp_buf",
+        "[32]",
+        "[ 32 ]",
+        "[64]",
+        ";",
+        "\n",
+        " x",
+        ",",
+        "32",
+        "_",
+        "[",
+        "]",
+    ]
+    for _ in range(3000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 14)))
         expected = [(m.span(), m.group("name")) for m in _SHARED_32.finditer(text)]
-        assert [(m.span(), m.group("name")) for m in shared_per_warp_arrays(text)] == expected
+        thirty_twos = words_with_regex(text, ("32",)).get("32", [])
+        assert [(m.span(), m.group("name")) for m in shared_per_warp_arrays(text, thirty_twos)] == expected
