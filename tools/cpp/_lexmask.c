@@ -738,31 +738,11 @@ static PyObject *directives(PyObject *self, PyObject *args) {
     return out;
 }
 
-/* Offsets of every newline of a str, as the bytes of an int64 array (memoryview(...).cast("q")):
- * line numbers are then a binary search, where counting newlines up to each offset read the text
- * again for every file with findings. */
-static PyObject *newlines(PyObject *self, PyObject *arg) {
-    if (!PyUnicode_Check(arg)) {
-        PyErr_SetString(PyExc_TypeError, "newlines() takes a str");
-        return NULL;
-    }
-    Text t = {PyUnicode_KIND(arg), PyUnicode_DATA(arg), PyUnicode_GET_LENGTH(arg)};
-    Py_ssize_t count = 0;
-    for (Py_ssize_t i = find_char(&t, '\n', 0); i >= 0; i = find_char(&t, '\n', i + 1)) count++;
-    PyObject *out = PyBytes_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(long long));
-    if (out == NULL) return NULL;
-    long long *offsets = (long long *)PyBytes_AS_STRING(out);
-    Py_ssize_t k = 0;
-    for (Py_ssize_t i = find_char(&t, '\n', 0); i >= 0 && k < count; i = find_char(&t, '\n', i + 1)) offsets[k++] = i;
-    return out;
-}
-
 static PyMethodDef methods[] = {
     {"mask", mask, METH_O, "The text with comments and literals blanked to spaces, newlines kept."},
     {"words", words, METH_VARARGS, "Every word starting with one of the prefixes -> its start offsets."},
     {"mask_words", mask_words, METH_VARARGS, "(mask(text), words of it starting with a prefix) in one pass."},
     {"directives", directives, METH_VARARGS, "(offset, name, rest start, end) of each directive line named."},
-    {"newlines", newlines, METH_O, "The offsets of the text's newlines, as the bytes of an int64 array."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import cached_property, lru_cache
 from types import ModuleType
 
@@ -93,8 +93,6 @@ compiled_directives: Callable[[str, frozenset[str]], list[tuple[int, str, int, i
 compiled_mask_words: Callable[[str, tuple[str, ...]], tuple[str, WordStarts]] | None = (
     _C.mask_words if _C else None
 )
-compiled_newlines: Callable[[str], bytes] | None = getattr(_C, "newlines", None)
-"""None without the extension (or a build from before it had `newlines`): lines are then counted."""
 mask_comments_and_strings = compiled_mask or mask_with_regex
 """The text with comments and literals blanked to spaces; same length, same newlines."""
 words_with_prefixes = compiled_words or words_with_regex
@@ -152,20 +150,12 @@ class SourceText:
         return start + len(prefix.decode("utf-8", "replace"))
 
     def line_col(self, offset: int) -> tuple[int, int]:
-        """1-based line and column of an offset: a binary search in the C extension's newline
-        index, else newlines counted from the nearest earlier query (the detectors' runs of
-        offsets, each in increasing order, then cost about one count over the file)."""
+        """1-based line and column of an offset. Newlines are counted from the nearest earlier
+        query, so the detectors' runs of offsets (each in increasing order) cost about one count
+        over the file, not one per run."""
         return self._line(offset), offset - (self.raw.rfind("\n", 0, offset) + 1) + 1
 
-    @cached_property
-    def _newline_offsets(self) -> Sequence[int] | None:
-        """Offsets of the raw text's newlines (the C extension's index), or None: count them."""
-        return memoryview(compiled_newlines(self.raw)).cast("q") if compiled_newlines else None
-
     def _line(self, offset: int) -> int:
-        newlines = self._newline_offsets
-        if newlines is not None:
-            return bisect.bisect_left(newlines, offset) + 1
         i = bisect.bisect_right(self._marks, offset) - 1
         line = self._mark_lines[i] + self.raw.count("\n", self._marks[i], offset)
         if offset > self._marks[i]:
@@ -174,13 +164,10 @@ class SourceText:
         return line
 
     def lines_at(self, offsets: list[int]) -> list[int]:
-        """1-based line numbers of offsets given in increasing order (without the newline index:
-        counted once, from the nearest earlier query to the last offset, where later ones start)."""
+        """1-based line numbers of offsets given in increasing order: newlines counted once, from
+        the nearest earlier query to the last offset (which later queries then start from)."""
         if not offsets:
             return []
-        newlines = self._newline_offsets
-        if newlines is not None:
-            return [bisect.bisect_left(newlines, offset) + 1 for offset in offsets]
         i = bisect.bisect_right(self._marks, offsets[0]) - 1
         out, line, last, count = [], self._mark_lines[i], self._marks[i], self.raw.count
         for offset in offsets:
