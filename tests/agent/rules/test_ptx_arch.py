@@ -66,9 +66,14 @@ def test_the_pre_volta_fallback_gets_the_sm70_ordering_on_rocm(git_repo, rocm_im
 def test_other_architecture_branches_keep_their_own_form():
     ld = 'asm volatile("ld.global.cg.b32 %0, [%1];" : "=r"(v) : "l"(p));'
     newer = 'asm volatile("ld.global.acquire.gpu.b32 %0, [%1];" : "=r"(v) : "l"(p));'
-    # ROCm compiles the #if branch of a `<` test: there is no newer branch to look at
+    # ROCm compiles the #if branch of a `<` test (an undefined name reads as 0): the newer one is the #else
     older_first = f"#if __CUDA_ARCH__ < 700\n{ld}\n#else\n{newer}\n#endif\n"
-    assert "__hip_atomic_load" not in rewrite_known_ptx(older_first)[0]
+    acquire = "v = __hip_atomic_load(reinterpret_cast<const uint32_t*>(p), __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);"
+    assert rewrite_known_ptx(older_first)[0].startswith(
+        f"#if __CUDA_ARCH__ < 700\n#ifdef USE_ROCM\n{acquire}\n"
+    )
+    # a lone `#if __CUDA_ARCH__ < 700` with no #else: nothing newer to follow
+    assert "__hip_atomic_load" not in rewrite_known_ptx(f"#if __CUDA_ARCH__ < 700\n{ld}\n#endif\n")[0]
     # a branch that does more than one asm statement is not a like-for-like choice
     busy = f"#if __CUDA_ARCH__ >= 700\n{newer}\n__threadfence();\n#else\n{ld}\n#endif\n"
     assert "__hip_atomic_load" not in rewrite_known_ptx(busy)[0]
