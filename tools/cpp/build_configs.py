@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Macro:
-    """What a configuration knows about one macro."""
+class Macro(NamedTuple):
+    """What a configuration knows about one macro (a named tuple: immutable, and hashed in C, which
+    the `#if` memo does for every macro an expression names)."""
 
     defined: bool | None
     """True, False, or None when it depends on things the scanner cannot see."""
