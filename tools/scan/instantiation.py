@@ -61,15 +61,32 @@ def _function_name(masked: str, head: int) -> tuple[str, int, int] | None:
         semicolon = masked.find(";", after)
         if paren < 0 or (0 <= brace < paren) or (0 <= semicolon < paren):
             return None  # a class/struct template or a variable template
-        name = _NAME_BEFORE_PAREN.search(masked, after, paren)
-        if name is None or name.group(1) not in _ATTRIBUTES:
+        name = name_before(masked, after, paren)
+        if name is None or name[0] not in _ATTRIBUTES:
             break
         after = _closing(masked, paren, "(", ")")  # `__launch_bounds__(256)`: the name comes later
         if after < 0:
             return None
-    if name is None or name.group(1) in ("operator", "decltype", "sizeof", "alignof", "noexcept"):
+    if name is None or name[0] in ("operator", "decltype", "sizeof", "alignof", "noexcept"):
         return None
-    return name.group(1), name.start(1), paren
+    return name[0], name[1], paren
+
+
+def name_before(masked: str, start: int, end: int) -> tuple[str, int] | None:
+    """(name, offset) of what `_NAME_BEFORE_PAREN.search(masked, start, end)` matches: the word
+    that ends masked[start:end] but for blanks, from its first letter or '_' (a match's word must
+    end where the trailing blanks start, so only that word is looked at, not every position)."""
+    stop = end
+    while stop > start and masked[stop - 1] in " \t\n":
+        stop -= 1
+    first = stop
+    while first > start and (masked[first - 1].isalnum() or masked[first - 1] == "_"):
+        first -= 1
+    for k in range(first, stop):
+        c = masked[k]
+        if c == "_" or "a" <= c <= "z" or "A" <= c <= "Z":
+            return masked[k:stop], k
+    return None
 
 
 def _body(masked: str, paren: int) -> tuple[int, int] | None:
@@ -102,7 +119,9 @@ def uninstantiated_bodies(src: SourceText, regions: Regions) -> list[tuple[int, 
     ):
         return []
     masked = src.masked
-    skipped = _rocm_skipped_stretches(regions, len(masked))
+    # The text the ROCm build skips, stretches joined by a newline (no name spans one): one
+    # substring test per template instead of a search per stretch.
+    skipped = "\n".join(masked[a:b] for a, b in _rocm_skipped_stretches(regions, len(masked)))
     spans = []
     templates = []
     for head in _template_heads(masked, src.words(WORD_PREFIXES)["template"]):
@@ -110,7 +129,7 @@ def uninstantiated_bodies(src: SourceText, regions: Regions) -> list[tuple[int, 
         if found is None:
             continue
         name, at, paren = found
-        if any(masked.find(name, a, b) >= 0 for a, b in skipped):
+        if name in skipped:
             templates.append((head, name, at, paren))
         # else not even the text of the name where the ROCm build skips code
     if not templates:

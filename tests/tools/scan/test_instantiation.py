@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from tests.tools.scan.helpers import scan_files
+from tools.scan.instantiation import _NAME_BEFORE_PAREN, name_before
 
 SEARCH = (
     "template <typename T>\n__device__ int search(T v) {\n  return __ballot_sync(0xffffffff, v > 0);\n}\n"
@@ -50,3 +53,29 @@ def test_launch_bounds_before_the_kernel_name(tmp_path):
     shared = "void both(float *x) { reduce<8><<<1, 256>>>(x); }\n"
     assert "__shfl_xor_sync" not in _symbols(tmp_path, {"k.cu": kernel + cuda_only})
     assert "__shfl_xor_sync" in _symbols(tmp_path / "2", {"k.cu": kernel + cuda_only + shared})
+
+
+def test_the_name_before_a_parenthesis_is_what_the_pattern_finds():
+    """A function template's name is read back from its `(`: the same word and offset as the
+    pattern searched from the end of the template head."""
+    rng = random.Random(11)
+    pieces = [
+        "void",
+        " ",
+        "\t",
+        "\n",
+        "foo",
+        "_x",
+        "2",
+        "\u00e9",
+        "*",
+        "<T>",
+        "::",
+        "__launch_bounds__",
+        "9a",
+    ]
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 8)))
+        start = rng.randrange(0, len(text) + 1)
+        m = _NAME_BEFORE_PAREN.search(text, start, len(text))
+        assert name_before(text, start, len(text)) == (m and (m.group(1), m.start(1))), repr((text, start))
