@@ -67,7 +67,10 @@ class IncludeGraph:
         key = (directory, header)
         found = self.resolved.get(key)
         if found is None:
-            beside = posixpath.normpath(posixpath.join(key[0], header))
+            if _plain(header):  # nothing for normpath to fold (most includes)
+                beside = f"{directory}/{header}" if directory else header
+            else:
+                beside = posixpath.normpath(posixpath.join(directory, header))
             if beside in self.files:
                 found = [beside]
             else:
@@ -112,6 +115,14 @@ class IncludeGraph:
             if root in self.files and root not in reached:
                 reached |= self.closure(root)
         return reached
+
+
+def _plain(header: str) -> bool:
+    """A relative include path with no '.', '..' or empty segment and no trailing '/': joined to a
+    normalized directory, it is already what posixpath.normpath would make of it."""
+    return not (
+        header.startswith(("/", ".")) or header.endswith(("/", ".")) or "//" in header or "./" in header
+    )
 
 
 def merge_exports(exports: Iterable[Mapping[str, tuple[Macro, Macro]]]) -> Seed:

@@ -85,3 +85,27 @@ def test_header_tables():
     assert cuda_only_library("cutlass/gemm/device/gemm.h") == "CUTLASS"
     assert cuda_only_library("cute/tensor.hpp") == "CuTe"
     assert cuda_only_library("hipcub/hipcub.hpp") is None
+
+
+def test_include_names_resolve_like_a_normalized_path_beside_the_includer():
+    """`./x.h`, `../x.h`, `a//b.h` and plain `a/b.h` find the file a compiler would open beside the
+    includer (plain names skip the path normalization, which must change nothing)."""
+
+    class Unit:
+        def __init__(self) -> None:
+            self.includes: list[str] = []
+            self.cuda_includes: list[str] = []
+
+    files = ["csrc/core/k.cu", "csrc/core/x.h", "csrc/x.h", "csrc/core/a/b.h", "csrc/a/b.h", "x.h"]
+    graph = IncludeGraph({rel: Unit() for rel in files})
+    expected = {
+        "x.h": ["csrc/core/x.h"],
+        "./x.h": ["csrc/core/x.h"],
+        "../x.h": ["csrc/x.h"],
+        "a/b.h": ["csrc/core/a/b.h"],
+        "a//b.h": ["csrc/core/a/b.h"],
+        "a/./b.h": ["csrc/core/a/b.h"],
+        "../a/b.h": ["csrc/a/b.h"],
+        "core/x.h": ["csrc/core/x.h"],
+    }
+    assert {h: graph.resolve("csrc/core/k.cu", h) for h in expected} == expected
