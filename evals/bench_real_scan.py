@@ -175,7 +175,7 @@ def evaluate(name: str, root: Path, profile_name: str, labels_path: Path, repeat
     labels = json.loads(labels_path.read_text()) if labels_path.is_file() else {}
     precision, recall = score(report.findings + report.outside_build, labels)
     print(f"labels {labels_path.relative_to(LABELS.parent.parent)}: precision {precision}; recall {recall}")
-    print(f"grep -rE: wall {grep_s:.2f} s, cpu {grep_cpu:.2f} s ({grep_lines} lines); best of {repeat}")
+    print(f"grep -rE: wall {grep_s:.3f} s, cpu {grep_cpu:.3f} s ({grep_lines} lines); best of {repeat}")
     for what, wall, cpu in (
         ("fresh, in-process (after a warm-up scan)", scan_s, scan_cpu),
         ("cached (files unchanged), in-process", warm_s, warm_cpu),
@@ -183,8 +183,8 @@ def evaluate(name: str, root: Path, profile_name: str, labels_path: Path, repeat
         ("  of which the same process on an empty directory", start_s, start_cpu),
     ):
         print(
-            f"scan {what}: wall {wall:.2f} s = {wall / grep_s:.1f}x grep, "
-            f"cpu {cpu:.2f} s = {cpu / max(grep_cpu, 1e-3):.1f}x grep"
+            f"scan {what}: wall {wall:.3f} s = {wall / grep_s:.2f}x grep, "
+            f"cpu {cpu:.3f} s = {cpu / max(grep_cpu, 1e-3):.2f}x grep"
         )
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 

@@ -8,8 +8,11 @@ hipifying profile drops what torch's hipify translates.
 
 from __future__ import annotations
 
+import gc
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -159,6 +162,21 @@ def _rescan_with_header_macros(
     return graph
 
 
+@contextmanager
+def _without_cycle_collection() -> Iterator[None]:
+    """Cyclic GC paused (then restored): a scan makes hundreds of thousands of short-lived lists,
+    tuples and records, none in a reference cycle, and the collector kept walking them (~4% of a
+    scan of vLLM's csrc). Reference counting still frees everything as before."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@_without_cycle_collection()
 def scan_tree(
     path: str | Path,
     *,
