@@ -253,25 +253,12 @@ _WIDTH_ARG = {
 _NEAR_LINES = 40
 
 
-def lane_sensitive_calls(masked: str) -> list[re.Match[str]]:
-    """What _LANE_SENSITIVE.finditer(masked) yields: the pattern tried only where one of its three
-    literal heads is (a search for its `__` alone stops at every `__device__`); no two matches
-    overlap, since one holds no `__` after its head."""
-    heads = []
-    for head in ("__shfl", "__ballot", "__activemask"):
-        at = masked.find(head)
-        while at >= 0:
-            heads.append(at)
-            at = masked.find(head, at + 1)
-    return [m for m in map(_LANE_SENSITIVE.match, [masked] * len(heads), sorted(heads)) if m]
-
-
 def lane_sensitive_lines(masked: str, regions: Regions) -> list[int]:
     """Offsets of cross-lane operations whose result depends on the wavefront being 32 lanes: a
     shuffle that does not name its width (XOR shuffles below 32 stay within 32 lanes and are left
     out), a ballot or an active mask (64 bits on ROCm)."""
     out = []
-    for m in lane_sensitive_calls(masked):
+    for m in _LANE_SENSITIVE.finditer(masked):
         name = "__" + m.group(1)
         if not regions.shared_code(m.start()):
             continue

@@ -9,7 +9,7 @@ import pytest
 
 from tests.tools.scan.helpers import GUARDS, scan_files, summary
 from tools.cpp.source import words_with_regex
-from tools.scan.warp_size import _LANE_SENSITIVE, _SHARED_32, lane_sensitive_calls, shared_per_warp_arrays
+from tools.scan.warp_size import _SHARED_32, shared_per_warp_arrays
 
 # (id, construct line, kind, symbol, fix family)
 CONSTRUCTS = [
@@ -265,25 +265,3 @@ def test_shared_array_search_finds_what_the_pattern_finds_everywhere():
         expected = [(m.span(), m.group("name")) for m in _SHARED_32.finditer(text)]
         thirty_twos = words_with_regex(text, ("32",)).get("32", [])
         assert [(m.span(), m.group("name")) for m in shared_per_warp_arrays(text, thirty_twos)] == expected
-
-
-def test_lane_sensitive_calls_are_what_the_pattern_finds_everywhere():
-    rng = random.Random(4)
-    pieces = [
-        "__shfl",
-        "_up",
-        "_down",
-        "_sync",
-        "__ballot",
-        "__activemask",
-        "__device__",
-        " ",
-        "\t",
-        "(",
-        "x",
-        "_",
-    ]
-    for _ in range(3000):
-        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 12)))
-        expected = [m.span() for m in _LANE_SENSITIVE.finditer(text)]
-        assert [m.span() for m in lane_sensitive_calls(text)] == expected, repr(text)
