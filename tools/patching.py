@@ -130,3 +130,26 @@ def can_apply(root: Path, diff: str) -> bool:
     except PatchError:
         return False
     return bool(paths) and _git_apply(Path(root), diff, "--check").returncode == 0
+
+
+def preview(root: Path, diff: str, paths: list[str]) -> dict[str, str | None]:
+    """The text `paths` would have once `diff` is applied, without touching `root`: the files are copied
+    to a scratch folder and the diff applied there. None for a path the diff deletes (or leaves absent);
+    {} when the diff does not apply there."""
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="rocport-preview-") as scratch:
+        for rel in diff_paths(diff):
+            src = Path(root) / rel
+            if src.is_file() and not src.is_symlink():
+                (Path(scratch) / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(src, Path(scratch) / rel)
+        gitops.run(Path(scratch), "init", "-q")  # paths resolve from here, not from a repo around it
+        if _git_apply(Path(scratch), diff).returncode != 0:
+            return {}
+        out: dict[str, str | None] = {}
+        for rel in paths:
+            path = Path(scratch) / rel
+            out[rel] = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+        return out

@@ -122,15 +122,25 @@ def compile_hip_unit(tools: Toolchains, root: Path, rel: str) -> CommandResult:
 
 
 def compile_both(
-    tools: Toolchains, root: Path, units: list[str], edited: list[str] | tuple[str, ...] = ()
+    tools: Toolchains,
+    root: Path,
+    units: list[str],
+    edited: list[str] | tuple[str, ...] = (),
+    cuda_units: list[str] | None = None,
 ) -> tuple[list[CommandResult], list[CommandResult]]:
     """Every unit with hipcc and (when present) nvcc; every request to a warm service is sent before any
     answer is read, so both compilers work at once. `edited`: files the patch changed; their ROCm compile
     is asked for in "edited" mode (no preprocessor pass first: the patch changed what hipcc sees, so no
     earlier compile can answer it). Their CUDA compile keeps the preprocessed key: a guarded patch leaves
-    CUDA's input unchanged but for line markers, and an earlier clean nvcc compile of the unit answers."""
+    CUDA's input unchanged but for line markers, and an earlier clean nvcc compile of the unit answers.
+    `cuda_units`: the units nvcc compiles when not all of them (the rest are proven unchanged for CUDA)."""
     hip_cmds = [_fmt(tools.hip_unit, root, rel, tools.arch, "hip") for rel in units]
-    cuda_cmds = [_fmt(tools.cuda_unit, root, rel, tools.arch) for rel in units] if tools.cuda else []
+    cuda_cmds = [
+        _fmt(tools.cuda_unit, root, rel, tools.arch)
+        for rel in units
+        if cuda_units is None or rel in cuda_units
+    ]
+    cuda_cmds = cuda_cmds if tools.cuda else []
     env, timeout = tools.extra_env or None, tools.timeout
     hip_ids = cuda_ids = None
     if _live(tools.hip_service):

@@ -11,6 +11,7 @@ import sys
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
+from agent.patch.guard_proof import CudaPremise, prove
 from agent.patch.identity import CudaIdentity, first_error
 from agent.patch.toolchains import (  # noqa: F401 - compile_hip_unit(s): callers import them from here
     Toolchains,
@@ -50,6 +51,18 @@ class Validator:
         self.root = Path(root).resolve()
         self.tools = tools
         self.identity = CudaIdentity(self.root, tools)
+        self.premise = (
+            CudaPremise(self.root, [tools.cuda_unit, tools.cuda_preprocess]) if tools.cuda else None
+        )
+
+    def _proven(self, proposal: Proposal) -> tuple[dict[str, CheckResult], bool]:
+        """The touched files whose CUDA identity the source text proves (agent.patch.guard_proof), and
+        whether that covers everything nvcc could read, so the units need no nvcc compile either."""
+        proven = prove(self.root, proposal.diff, proposal.files, self.premise)
+        unchanged = bool(proven) and all(
+            f in proven or f.endswith(".py") or not (self.root / f).exists() for f in proposal.files
+        )
+        return proven, unchanged
 
     def preprocess(self, files: list[str]) -> dict[str, list[str] | str]:
         """CUDA token streams of existing C/C++ files (or the error text when nvcc -E failed)."""
@@ -137,8 +150,9 @@ class Validator:
         """Apply, check, and revert unless every check passes (or `keep` is False). The CUDA -E identity
         runs beside the work that does not need it: "before" beside the includers' indexing, "after"
         beside the compile round (hipcc and nvcc), not after it."""
+        proven, unchanged = self._proven(proposal)
         with ThreadPoolExecutor(max_workers=1) as side:
-            pending = side.submit(self.identity.texts, proposal.files)
+            pending = side.submit(self.identity.texts, [f for f in proposal.files if f not in proven])
             index_includers(self.tools, self.root, proposal.files)
             before = pending.result()
             try:
@@ -148,9 +162,14 @@ class Validator:
             units = touched_units(self.root, proposal.files, self.tools.sources)
             after = side.submit(self.identity.texts, list(before))
             try:
-                hip_results, cuda_results = compile_both(self.tools, self.root, units, proposal.files)
-                checks = self.identity.checks(before, after.result())
-                return self._judged(proposal, failure, checks, units, hip_results, cuda_results, keep)
+                cuda_units = [] if unchanged else units
+                hip_results, cuda_results = compile_both(
+                    self.tools, self.root, units, proposal.files, cuda_units
+                )
+                checks = [*proven.values(), *self.identity.checks(before, after.result())]
+                return self._judged(
+                    proposal, failure, checks, units, hip_results, cuda_results, keep, unchanged
+                )
             except BaseException:
                 wait([after])  # it reads the patched tree: revert only once it is done
                 revert_diff(self.root, proposal.diff)
@@ -162,8 +181,14 @@ class Validator:
         reverted alone when not clean. None (nothing left applied) when a diff does not apply or the
         applied patches' units overlap after all: the caller then checks them one by one."""
         files = [f for proposal, _ in group for f in proposal.files]
+        proofs = [self._proven(proposal) for proposal, _ in group]
         with ThreadPoolExecutor(max_workers=1) as side:
-            pending = side.submit(lambda: [self.identity.texts(p.files) for p, _ in group])
+            pending = side.submit(
+                lambda: [
+                    self.identity.texts([f for f in p.files if f not in proven])
+                    for (p, _), (proven, _) in zip(group, proofs, strict=True)
+                ]
+            )
             index_includers(self.tools, self.root, files)
             befores = pending.result()
             applied: list[Proposal] = []
@@ -176,7 +201,10 @@ class Validator:
                 if len({u for us in units for u in us}) < sum(map(len, units)):
                     raise PatchError("the patches' units overlap once applied")
                 after = side.submit(lambda: [self.identity.texts(list(b)) for b in befores])
-                hip, cuda = compile_both(self.tools, self.root, [u for us in units for u in us], files)
+                nvcc_units = [u for us, (_, same) in zip(units, proofs, strict=True) if not same for u in us]
+                hip, cuda = compile_both(
+                    self.tools, self.root, [u for us in units for u in us], files, nvcc_units
+                )
                 afters = after.result()
             except BaseException as exc:
                 if after is not None:
@@ -186,12 +214,18 @@ class Validator:
                 if isinstance(exc, PatchError):
                     return None
                 raise
-        outcomes, at = [], 0
-        for (proposal, failure), before, new, mine in zip(group, befores, afters, units, strict=True):
+        outcomes, at, at_cuda = [], 0, 0
+        for (proposal, failure), before, new, mine, (proven, same) in zip(
+            group, befores, afters, units, proofs, strict=True
+        ):
             own = slice(at, at + len(mine))
             at += len(mine)
-            checks = self.identity.checks(before, new)
-            outcomes.append(self._judged(proposal, failure, checks, mine, hip[own], cuda[own], True))
+            own_cuda = slice(at_cuda, at_cuda if same else at_cuda + len(mine))
+            at_cuda = own_cuda.stop
+            checks = [*proven.values(), *self.identity.checks(before, new)]
+            outcomes.append(
+                self._judged(proposal, failure, checks, mine, hip[own], cuda[own_cuda], True, same)
+            )
         return outcomes
 
     def _judged(
@@ -203,13 +237,21 @@ class Validator:
         hip_results: list[CommandResult],
         cuda_results: list[CommandResult],
         keep: bool,
+        cuda_unchanged: bool = False,
     ) -> PatchOutcome:
         """The checks of one applied proposal from its CUDA identity checks and its units' compiles;
         reverted unless all pass."""
         checks = list(identity)
         checks += self._python([f for f in proposal.files if f.endswith(".py")], proposal.diff)
         checks += self._hip(units, failure, hip_results)
-        if self.tools.cuda is not None:
+        if self.tools.cuda is not None and cuda_unchanged:
+            checks += [
+                CheckResult(
+                    name=f"nvcc {rel}", ok=True, detail="not recompiled: its CUDA input is unchanged (above)"
+                )
+                for rel in units
+            ]
+        elif self.tools.cuda is not None:
             checks += self._nvcc(units, proposal.diff, cuda_results, self.tools.cuda)
         elif units:  # say so in the evidence rather than imply the CUDA side was checked
             checks.append(CheckResult(name="cuda checks", ok=True, detail="skipped: no nvcc on this machine"))

@@ -56,6 +56,6 @@ def test_a_fix_and_a_port_of_the_same_fault_make_the_same_commit(tmp_path, git_r
     assert message.startswith("Guard CUDA headers for ROCm in csrc/warp_reduce.cu")
     # the unit still fails (on the unmasked intrinsic): both say so in the evidence rather than [ok]
     assert "[still fails] hipcc gfx90a csrc/warp_reduce.cu" in message
-    assert "[ok] nvcc csrc/warp_reduce.cu: compiles" in message
+    assert "[ok] nvcc csrc/warp_reduce.cu: not recompiled: its CUDA input is unchanged" in message
     # the loop goes on with the failure the header masked, without a rebuild
     assert [f.symbol for f in update["failures"]] == ["__shfl_xor_sync"]
