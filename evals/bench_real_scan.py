@@ -130,9 +130,14 @@ def score(findings: list[Failure], labels: dict) -> tuple[str, str]:
         if _reported(findings, item["file"], item["line"], item["symbol"])
     ]
     tp = sum(item["verdict"] == "tp" for item in judged)
-    stale = len(labels.get("findings", [])) - len(judged)
+    stale = [item for item in labels.get("findings", []) if item not in judged]
     precision = f"{tp}/{len(judged)} = {tp / len(judged):.0%}" if judged else "n/a"
-    precision += f" ({stale} labelled finding(s) no longer reported)" if stale else ""
+    if stale:  # a dropped false one is a precision gain; a dropped true one is a blocker lost
+        lost = [f"{x['file']}:{x['line']} {x['symbol']}" for x in stale if x["verdict"] == "tp"]
+        precision += (
+            f" ({len(stale)} labelled finding(s) no longer reported: {len(stale) - len(lost)} false, "
+            f"{len(lost)} true{': ' + ', '.join(lost) if lost else ''})"
+        )
     truths = labels.get("true_positives", [])
     found = [t for t in truths if _reported(findings, t["file"], t["line"])]
     missed = [f"{t['file']}:{t['line']}" for t in truths if t not in found]
