@@ -6,9 +6,9 @@ plus its flags (the object path left out) and the compiler binary: identical pre
 the stored exit code, messages and object. Like ccache's direct mode, each compile also records the
 files its preprocessor read (from the line markers) with their digests; when they all still read the
 same, the stored answer is reused without running the preprocessor at all (a new header that would
-shadow an old one on the include path is not noticed: the same limit ccache documents). A compile
-that was clean (exit 0, no messages, no -g) is also found when only line markers moved, e.g. a guard
-added higher up in an included header: without debug info the object does not depend on them.
+shadow an old one on the include path is not noticed: the same limit ccache documents). A success (no
+-g) is also found when only line markers moved (a guard added in an included header: the object does
+not depend on them), if its warnings, when it printed any, name no file whose content changed.
 Anything the cache cannot reason about runs as is.
 """
 
@@ -33,6 +33,7 @@ from sandboxes.compile_deps import (
     depfile_deps,
     direct,
     file_digest,
+    messages_still_true,
     preprocessed_deps,
     read_text,
     remember,
@@ -110,18 +111,32 @@ def _keys(argv: list[str], preprocessed: bytes) -> tuple[str, str]:
     return exact, loose
 
 
-def _lookup(cache: str, exact: str, loose: str) -> tuple[Result | None, str | None, str]:
+def _lookup(
+    cache: str, exact: str, loose: str, deps: list[list[str]]
+) -> tuple[Result | None, str | None, str]:
     for name in (exact, read_text(os.path.join(cache, "l", loose))):
         if not name:
             continue
         meta = read_text(os.path.join(cache, "e", name + ".json"))
         if meta:
             found: Result = json.loads(meta)
+            if name != exact and not messages_still_true(found, deps):
+                continue
             return found, name, "exact" if name == exact else "line markers only"
     return None, None, ""
 
 
-def _store(cache: str, exact: str, loose: str | None, argv: list[str], result: Result, obj: str) -> None:
+def _store(
+    cache: str,
+    exact: str,
+    loose: str | None,
+    argv: list[str],
+    result: Result,
+    obj: str,
+    deps: list[list[str]] | None = None,
+) -> None:
+    """Keep a compile's answer (and object). `deps`: what it read; with them a success that printed
+    warnings is found by its line-marker-free input too, while its warnings name no changed file."""
     os.makedirs(os.path.join(cache, "e"), exist_ok=True)
     os.makedirs(os.path.join(cache, "l"), exist_ok=True)
     if result["returncode"] == 0:
@@ -130,10 +145,13 @@ def _store(cache: str, exact: str, loose: str | None, argv: list[str], result: R
             os.replace(os.path.join(cache, "e", exact + ".o.tmp"), os.path.join(cache, "e", exact + ".o"))
         except OSError:
             return  # no object to keep: do not remember a success we cannot reproduce
-    meta = {k: result[k] for k in ("returncode", "stdout", "stderr")}
+    meta: dict[str, object] = {k: result[k] for k in ("returncode", "stdout", "stderr")}
+    if deps is not None:
+        meta["deps"] = deps
     atomic_write(os.path.join(cache, "e", exact + ".json"), json.dumps(meta).encode())
     clean = result["returncode"] == 0 and not (result["stdout"] or result["stderr"]).strip()
-    if loose and clean and not any(_DEBUG.match(a) for a in argv[1:]):
+    reusable = clean or (result["returncode"] == 0 and deps is not None)
+    if loose and reusable and not any(_DEBUG.match(a) for a in argv[1:]):
         atomic_write(os.path.join(cache, "l", loose), exact.encode())
 
 
@@ -151,7 +169,8 @@ def _reuse(
         os.makedirs(os.path.dirname(obj_path) or ".", exist_ok=True)
         shutil.copyfile(os.path.join(cache, "e", name + ".o"), obj_path)
     _note(cache, how, argv)
-    return {**meta, "duration_s": time.monotonic() - started, "timed_out": False, "cached": how}
+    answer = {k: v for k, v in meta.items() if k != "deps"}
+    return {**answer, "duration_s": time.monotonic() - started, "timed_out": False, "cached": how}
 
 
 def _depend_compile(
@@ -182,15 +201,16 @@ def _depend_compile(
     if not result["timed_out"] and deps:
         head = json.dumps([compiler_identity(key_argv[0]), key_argv[1:], deps]).encode()
         key = "d" + hashlib.sha256(head).hexdigest()[1:]
-        _store(cache, key, None, key_argv, result, obj_path)
+        _store(cache, key, None, key_argv, result, obj_path, deps)
         if read_text(os.path.join(cache, "e", key + ".json")):
             remember(cache, key_argv, cwd, deps, key)
     elif key_failure and not result["timed_out"] and result["returncode"] != 0:
         pre = run_argv(pre_argv, cwd, timeout, env)
         if pre["returncode"] == 0:
             exact, loose = _keys(key_argv, pre["_raw_stdout"])
-            _store(cache, exact, loose, key_argv, result, obj_path)
-            remember(cache, key_argv, cwd, preprocessed_deps(pre["_raw_stdout"], cwd), exact)
+            read = preprocessed_deps(pre["_raw_stdout"], cwd)
+            _store(cache, exact, loose, key_argv, result, obj_path, read)
+            remember(cache, key_argv, cwd, read, exact)
     _note(cache, "", argv)
     result["duration_s"] = time.monotonic() - started
     return {**result, "cached": ""}
@@ -219,7 +239,13 @@ def index_compile(
         return result  # nothing stored
     marker = os.path.join(cache, "e", f"{name}.indexed")
     clean = meta["returncode"] == 0 and not (meta["stdout"] or meta["stderr"]).strip()
-    if not clean or not name.startswith("d") or os.path.exists(marker) or any(_DEBUG.match(a) for a in argv):
+    reusable = clean or (meta["returncode"] == 0 and "deps" in meta)  # warnings: checked when found
+    if (
+        not reusable
+        or not name.startswith("d")
+        or os.path.exists(marker)
+        or any(_DEBUG.match(a) for a in argv)
+    ):
         return result  # nothing stored, a failure or messages to reproduce, or already keyed by its input
     pre = run_argv(pre_argv, cwd, timeout, env)
     if pre["returncode"] == 0:
@@ -259,15 +285,16 @@ def cached_compile(
     if pre["returncode"] != 0:  # a preprocessor error is the compile's own result: run it as is
         return {**run_argv(argv, cwd, timeout, env), "cached": ""}
     exact, loose = _keys(key_argv, pre["_raw_stdout"])
-    meta, name, how = _lookup(cache, exact, loose)
+    read = preprocessed_deps(pre["_raw_stdout"], cwd)
+    meta, name, how = _lookup(cache, exact, loose, read)
     if meta is not None and name is not None:
-        remember(cache, key_argv, cwd, preprocessed_deps(pre["_raw_stdout"], cwd), name)
+        remember(cache, key_argv, cwd, read, name)
         return _reuse(cache, meta, name, how, obj_path, argv, started)
     result = run_argv(argv, cwd, timeout, env)
     if not result["timed_out"]:
-        _store(cache, exact, loose, key_argv, result, obj_path)
+        _store(cache, exact, loose, key_argv, result, obj_path, read)
         if read_text(os.path.join(cache, "e", exact + ".json")):
-            remember(cache, key_argv, cwd, preprocessed_deps(pre["_raw_stdout"], cwd), exact)
+            remember(cache, key_argv, cwd, read, exact)
         _note(cache, "", argv)
     result["duration_s"] = time.monotonic() - started
     return {**result, "cached": ""}

@@ -108,3 +108,17 @@ def remember(cache: str, key_argv: list[str], cwd: str, deps: list[list[str]], e
     entries = [e for e in (json.loads(text) if text else []) if e["exact"] != exact]
     entries.insert(0, {"deps": deps, "exact": exact})
     atomic_write(path, json.dumps(entries[:MANIFEST_ENTRIES]).encode())
+
+
+def messages_still_true(found: Result, deps: list[list[str]]) -> bool:
+    """A stored compile found by its line-marker-free input: its messages (warnings) still read true when
+    they name no file whose content changed since (their line numbers moved only in changed files)."""
+    text = (found["stdout"] or "") + (found["stderr"] or "")
+    if not text.strip():
+        return True
+    if "deps" not in found:
+        return False
+    old: dict[str, str] = {str(n): str(d) for n, d in found["deps"]}
+    new: dict[str, str] = {str(n): str(d) for n, d in deps}
+    changed = {n for n in old.keys() | new.keys() if old.get(n) != new.get(n)}
+    return not any(n in text or os.path.basename(n) in text for n in changed)

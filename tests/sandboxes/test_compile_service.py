@@ -97,6 +97,32 @@ def test_an_indexed_build_compile_is_reused_when_only_line_markers_move(
     assert (tmp_path / "check.o").read_bytes() == (tmp_path / "a.o").read_bytes()
 
 
+WARNS = '#include "common.h"\nint unused_result(int x) { int y; return SCALE * x; }\n'
+WALL = "cc -O2 -Wall -Iinc -c {src} -o {out}"
+
+
+def test_a_compile_with_warnings_is_reused_while_its_warnings_name_no_changed_file(
+    service: CompileService, repo: Path, tmp_path: Path
+):
+    """A unit that compiles with a warning (e.g. a deprecated cub type) is reused when a header patch only
+    moves line markers, with its warning as printed; once the file the warning names changes, the line
+    numbers in the stored warning could be stale, so it compiles again."""
+    (repo / "w.c").write_text(WARNS)
+    built = service.submit(WALL.format(src="w.c", out=tmp_path / "w.o"), mode="edited")  # a patched unit
+    first = service.wait(built, "w.c", 60)
+    assert first.ok and "unused variable" in first.output and "w.c:2:" in first.output
+    indexed = service.submit(WALL.format(src="w.c", out=tmp_path / "unused.o"), mode="index")
+    assert service.wait(indexed, "w.c", 60).ok
+    (repo / "inc" / "common.h").write_text("#ifdef USE_ROCM\n#define WARP 64\n#endif\n" + HEADER)
+    again = service.run(WALL.format(src="w.c", out=tmp_path / "again.o"))
+    assert again.ok and again.output == first.output
+    (repo / "w.c").write_text("// moved down a line\n" + WARNS)
+    moved = service.run(WALL.format(src="w.c", out=tmp_path / "moved.o"))
+    assert moved.ok and "w.c:3:" in moved.output  # the fresh compile's line, not the stored one
+    ledger = [line.split("\t")[0] for line in (service.cache_dir / "ledger").read_text().splitlines()]
+    assert ledger == ["miss", "line markers only", "miss"]
+
+
 def test_shell_commands_run_without_the_cache(service: CompileService, repo: Path):
     result = service.run("echo one && echo two > out.txt")
     assert result.ok and result.stdout == "one\n" and (repo / "out.txt").read_text() == "two\n"
