@@ -167,3 +167,14 @@ def test_a_second_scan_reuses_unchanged_files_and_sees_edits(tmp_path):
         env={"ROCPORT_CACHE_DIR": str(other)},
     )
     assert plain.exit_code == 1 and not (other / "scan").exists()
+
+
+def test_notes_on_a_piped_stderr_are_whole_lines(tmp_path):
+    """A script reading stderr gets each note on one line, whatever its length, and its text as is
+    (a path with brackets in it too)."""
+    root = write(tmp_path / "repo", TREE)
+    out = tmp_path / ("a-long-directory-name-" * 4) / "scan[ci].json"
+    out.parent.mkdir()
+    proc = rocport("scan", str(root), "--format", "json", "--output", str(out))
+    assert proc.returncode == 1, proc.stderr
+    assert f"wrote 4 finding(s) to {out}" in proc.stderr.splitlines()
