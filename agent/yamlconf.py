@@ -69,14 +69,19 @@ def read_yaml(
         raise error(f"{path}: not a text file (bytes that are not UTF-8): pass {what}") from exc
     except OSError as exc:
         raise error(f"cannot read {path}: {exc.strerror}; pass the path of {what}") from exc
+    loader = yaml.SafeLoader(text)
     try:
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
+        node = loader.get_single_node()  # the tree as written, for line numbers
+        # built from that tree (one parse, ~3 ms off a profile), unless a merge key (`<<`) is there:
+        # building flattens merged mappings in place, and line numbers must read the tree as written
+        data = yaml.safe_load(text) if "<<" in text else loader.construct_document(node) if node else None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}: line {mark.line + 1}" if mark else str(path)
         problem = getattr(exc, "problem", None) or "cannot parse"
         raise error(f"{where}: malformed YAML: {problem}; fix the syntax") from exc
+    finally:
+        loader.dispose()
     if data is None:
         return {}, node
     if not isinstance(data, dict):
