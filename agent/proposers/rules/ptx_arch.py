@@ -87,8 +87,8 @@ def _only_asm(lines: list[str], lo: int, hi: int) -> tuple[int, int] | None:
     return body_start + asm[0].start(), body_start + semi
 
 
-def _statement_end(text: str, open_paren: int) -> int:
-    """Offset just past the `;` closing the asm statement whose `(` is at `open_paren`, or -1."""
+def matching_paren(text: str, open_paren: int) -> int:
+    """Index of the `)` matching the `(` at `open_paren` (strings skipped), or -1."""
     depth, quote = 0, False
     for i in range(open_paren, len(text)):
         ch = text[i]
@@ -99,6 +99,14 @@ def _statement_end(text: str, open_paren: int) -> int:
         elif not quote and ch == ")":
             depth -= 1
             if depth == 0:
-                semi = text.find(";", i)
-                return semi + 1 if semi > 0 and not text[i + 1 : semi].strip() else -1
+                return i
     return -1
+
+
+def _statement_end(text: str, open_paren: int) -> int:
+    """Offset just past the `;` closing the asm statement whose `(` is at `open_paren`, or -1."""
+    close = matching_paren(text, open_paren)
+    if close < 0:
+        return -1
+    semi = text.find(";", close)
+    return semi + 1 if semi > 0 and not text[close + 1 : semi].strip() else -1

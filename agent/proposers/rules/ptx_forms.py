@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from agent.proposers.rules.cpp import line_platforms
-from agent.proposers.rules.ptx_arch import newer_branch
+from agent.proposers.rules.ptx_arch import matching_paren, newer_branch
 from agent.proposers.rules.ptx_translate import translate
 
 _ASM = re.compile(r"^([ \t]*)asm\b\s*(?:volatile\b|__volatile__\b)?\s*\(", re.MULTILINE)
@@ -54,22 +54,6 @@ def _split_top(text: str, sep: str) -> list[str]:
             continue
         cur.append(ch)
     return [*parts, "".join(cur)]
-
-
-def _close(text: str, open_paren: int) -> int:
-    """Index of the `)` matching the `(` at `open_paren` (strings skipped), or -1."""
-    depth, quote = 0, False
-    for i in range(open_paren, len(text)):
-        ch = text[i]
-        if ch == '"' and text[i - 1] != "\\":
-            quote = not quote
-        elif not quote and ch == "(":
-            depth += 1
-        elif not quote and ch == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-    return -1
 
 
 def _operands(part: str) -> list[tuple[str, str]]:
@@ -125,7 +109,7 @@ def rewrite_known_ptx(text: str) -> tuple[str, list[str]]:
     where = line_platforms(text.splitlines())
     edits, done = [], []
     for m in _ASM.finditer(text):
-        close = _close(text, m.end() - 1)
+        close = matching_paren(text, m.end() - 1)
         semi = text.find(";", close) if close > 0 else -1
         line_end = text.find("\n", semi) % (len(text) + 1) if semi > 0 else 0
         if close < 0 or semi < 0 or text[close + 1 : semi].strip() or text[semi + 1 : line_end].strip():
@@ -136,7 +120,9 @@ def rewrite_known_ptx(text: str) -> tuple[str, list[str]]:
         newer = newer_branch(text, m.start(), semi + 1)
         if newer is not None:
             other = _ASM.match(text, newer[0])
-            newer_form = _statement_form(text, other, _close(text, other.end() - 1)) if other else None
+            newer_form = (
+                _statement_form(text, other, matching_paren(text, other.end() - 1)) if other else None
+            )
             if newer_form is not None:
                 form, note = newer_form, " (as in the newer __CUDA_ARCH__ branch: ROCm compiles its #else)"
         if form is None:
