@@ -259,3 +259,19 @@ def test_the_service_ends_when_its_owner_is_killed(repo: Path):
         time.sleep(0.1)
     os.kill(worker, signal.SIGKILL)
     pytest.fail("the compile service outlived its killed owner by 30 s")
+
+
+def test_a_header_spelled_two_ways_is_one_file_when_judging_stored_warnings():
+    """The -MD list and the line markers may name a header differently (`rocprim/device/../detail`): a
+    warning in it is still true when its content did not change, and stale once it did."""
+    from sandboxes.compile_deps import messages_still_true
+
+    warned = {
+        "stdout": "",
+        "stderr": "/usr/include/lib/device/../detail/various.hpp:192:8: note: deprecated here\n",
+        "deps": [["/usr/include/lib/detail/various.hpp", "100:1"], ["csrc/compat.h", "aaa"]],
+    }
+    now = [["/usr/include/lib/device/../detail/various.hpp", "100:1"], ["csrc/compat.h", "bbb"]]
+    assert messages_still_true(warned, now)  # only compat.h changed, and no message names it
+    assert not messages_still_true(warned, [[now[0][0], "200:1"], now[1]])
+    assert not messages_still_true({**warned, "stderr": "csrc/compat.h:3:1: warning: x\n"}, now)
