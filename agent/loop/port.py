@@ -15,7 +15,7 @@ from agent.loop.graph import build_graph
 from agent.loop.nodes.env import RunEnv
 from agent.loop.observer import Observer, Sink
 from agent.loop.rundir import RunDir, new_run_id
-from agent.loop.runlock import RunLock, RunLocked
+from agent.loop.runlock import RunLock, RunLocked, clear_stale_git_locks
 from agent.loop.state import PortState, to_json
 from agent.loop.store import RunStore, open_checkpointer
 from agent.profiles import Profile, load_profile
@@ -142,12 +142,18 @@ def resume_port(
     except RunLocked as exc:
         raise PortError(str(exc)) from exc
     profile = load_profile(job.framework.profile)
+    # the run lock is ours and its last owner is dead: a git lock it left in the clone is stale
+    stale = clear_stale_git_locks(rundir.repo)
     store = RunStore()
     if store.get(run_id) is None:  # killed before its row was written
         store.create(run_id, profile.name, job.framework.repo or profile.repo_url or "", job.framework.ref)
     store.update(run_id, status="running")
     observer = Observer(rundir, sinks)
     observer.emit("run_resumed", answer=answer)
+    if stale:
+        observer.emit(
+            "note", message=f"removed git lock(s) the killed run left in its clone: {', '.join(stale)}"
+        )
     resume_input: Command[Any] | None = Command(resume=answer) if answer is not None else None
     return _drive(job, profile, rundir, store, observer, review, model, resume_input, lock, announce=False)
 

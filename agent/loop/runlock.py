@@ -58,3 +58,21 @@ def is_driven(run_dir: Path) -> bool:
     finally:
         os.close(fd)
     return False
+
+
+def clear_stale_git_locks(root: Path) -> list[str]:
+    """Remove the lock files a git process killed mid-write leaves (`index.lock`, `HEAD.lock`, a ref's
+    `.lock`): every later git command in the clone would fail on them. Only for a caller that knows no
+    other git process works in `root` (a resumed run holding its run lock). Returns what was removed."""
+    dot = Path(root) / ".git"
+    if not dot.is_dir():
+        return []
+    found = [dot / "index.lock", dot / "HEAD.lock", dot / "ORIG_HEAD.lock"]
+    if (dot / "refs").is_dir():
+        found += sorted((dot / "refs").rglob("*.lock"))
+    removed = []
+    for lock in found:
+        if lock.is_file() and not lock.is_symlink():
+            lock.unlink()
+            removed.append(str(lock.relative_to(dot)))
+    return removed

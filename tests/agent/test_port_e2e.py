@@ -15,6 +15,7 @@ import pytest
 
 from agent.config import load_job
 from agent.loop.port import resume_port, start_port
+from agent.loop.rundir import RunDir
 from tests.agent.portfixture import FILES, HEADER_FAULTS, make_job
 
 ROCPORT = [sys.executable, "-c", "from agent.cli import main; main()"]
@@ -158,6 +159,25 @@ def test_resume_finished_run_reports_it_again(home, tmp_path, git_repo, hipcc, n
     first = start_port(load_job(make_job(tmp_path, repo, "budgets.builds=1")))
     again = resume_port(first.run_id)
     assert again.status == first.status and again.counters["builds"] == 1
+
+
+def test_resume_clears_the_git_locks_a_killed_run_left_in_its_clone(home, tmp_path, git_repo, hipcc, nvcc):
+    """A kill -9 inside `git reset`/`git commit` leaves .git/index.lock (or a ref's .lock); every git
+    command of the resumed run would then fail. The resumed run holds the run lock, so they are stale."""
+    repo = git_repo(HEADER_FAULTS)
+    first = start_port(load_job(make_job(tmp_path, repo, "budgets.builds=1")))
+    clone = RunDir(first.run_id).repo
+    (clone / ".git" / "index.lock").write_text("")
+    (clone / ".git" / "refs" / "heads" / "main.lock").write_text("")
+    again = resume_port(first.run_id)
+    assert again.status == first.status
+    assert (
+        not (clone / ".git" / "index.lock").exists()
+        and not (clone / ".git" / "refs" / "heads" / "main.lock").exists()
+    )
+    subprocess.run(["git", "-C", str(clone), "reset", "-q", "--hard"], check=True)  # git works in it again
+    events = (RunDir(first.run_id).path / "events.jsonl").read_text()
+    assert "removed git lock(s) the killed run left in its clone: index.lock, refs/heads/main.lock" in events
 
 
 def test_flagship_glm52_port_in_the_rocm_container_is_green_in_two_builds_and_one_launch(
