@@ -32,8 +32,9 @@ CUDA_TO_HIP_HEADERS: dict[str, str | None] = {
     "device_launch_parameters.h": "hip/hip_runtime.h",
     "cooperative_groups.h": "hip/hip_cooperative_groups.h",
     "mma.h": None,
-    "math_constants.h": None,
+    "math_constants.h": "hip/hip_math_constants.h",  # the constants are spelled HIP_<X>, not CUDART_<X>
     "vector_types.h": "hip/hip_vector_types.h",
+    "vector_functions.h": "hip/hip_vector_types.h",
     "cuComplex.h": "hip/hip_complex.h",
     "curand.h": "hiprand/hiprand.h",
     "curand_kernel.h": "hiprand/hiprand_kernel.h",

@@ -85,3 +85,15 @@ def test_math_constants_map_to_hips_spelling_of_each_constant_in_use(git_repo, r
         "#ifdef USE_ROCM\n#include <hip/hip_math_constants.h>\n#define CUDART_PI_F HIP_PI_F\n"
         "#define CUDART_SQRT_2PI HIP_SQRT_2PI\n#else\n#include <math_constants.h>\n#endif\n"
     ) in (root / "csrc/consts.cuh").read_text()
+
+
+def test_scan_and_rules_agree_on_which_cuda_headers_have_a_hip_header():
+    """The scanner's header table (tools/cpp/headers.py) and the header rule's map are two statements of the
+    same facts: a header the rule fixes must not be reported by scan as having no HIP equivalent, and one
+    the rule declines must not be offered a HIP header by scan."""
+    from agent.proposers.rules.headers import HIP_HEADERS, NO_EQUIVALENT
+    from tools.cpp.headers import CUDA_TO_HIP_HEADERS
+
+    mapped = {h for h in HIP_HEADERS if h in CUDA_TO_HIP_HEADERS} | {"math_constants.h"}
+    assert not [h for h in mapped if CUDA_TO_HIP_HEADERS[h] is None]
+    assert not [h for h in NO_EQUIVALENT if CUDA_TO_HIP_HEADERS.get(h, None) is not None]
