@@ -135,12 +135,19 @@ def can_apply(root: Path, diff: str) -> bool:
 def preview(root: Path, diff: str, paths: list[str]) -> dict[str, str | None]:
     """The text `paths` would have once `diff` is applied, without touching `root`: the files are copied
     to a scratch folder and the diff applied there. None for a path the diff deletes (or leaves absent);
-    {} when the diff does not apply there."""
+    {} when the diff does not apply there, or is refused as `apply_diff` refuses it (a path out of the repo
+    would otherwise be copied, and patched, beside the scratch folder)."""
     import shutil
     import tempfile
 
+    try:
+        check_size(diff)
+        touched = diff_paths(diff)
+        check_paths(Path(root), touched)
+    except PatchError:
+        return {}
     with tempfile.TemporaryDirectory(prefix="rocport-preview-") as scratch:
-        for rel in diff_paths(diff):
+        for rel in touched:
             src = Path(root) / rel
             if src.is_file() and not src.is_symlink():
                 (Path(scratch) / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from agent.proposers.rules.base import file_diff
-from tools.patching import PatchError, apply_diff, can_apply, diff_paths, revert_diff
+from tools.patching import PatchError, apply_diff, can_apply, diff_paths, preview, revert_diff
 
 
 def _status(root) -> str:
@@ -53,6 +54,22 @@ def test_escaping_paths_are_refused(git_repo, tmp_path, path):
     assert "\n" not in str(err.value)
     assert not (tmp_path / "outside.txt").exists()
     assert not can_apply(root, diff)
+    assert preview(root, diff, [path]) == {}  # the dry run refuses it too, and writes nothing
+
+
+def test_preview_never_copies_or_patches_a_file_outside_the_repo(git_repo, tmp_path):
+    """The preview applies a diff in a scratch folder; a `../` path there would read a file beside the
+    repo and write its patched copy beside the scratch folder (the system temp dir)."""
+    import tempfile
+    import uuid
+
+    name = f"rocport-preview-probe-{uuid.uuid4().hex[:8]}.txt"
+    root = git_repo({"a.h": "one\n"})
+    (tmp_path / name).write_text("secret\n")
+    diff = f"--- a/../{name}\n+++ b/../{name}\n@@ -1 +1 @@\n-secret\n+pwned\n"
+    assert preview(root, diff, [f"../{name}"]) == {}
+    assert not (Path(tempfile.gettempdir()) / name).exists()
+    assert (tmp_path / name).read_text() == "secret\n"
 
 
 def test_symlink_escape_is_refused(git_repo, tmp_path):
@@ -63,6 +80,7 @@ def test_symlink_escape_is_refused(git_repo, tmp_path):
     diff = file_diff("link/evil.h", None, "pwned\n")
     with pytest.raises(PatchError, match="outside the repo"):
         apply_diff(root, diff)
+    assert preview(root, diff, ["link/evil.h"]) == {}
     assert list(outside.iterdir()) == []
 
 
