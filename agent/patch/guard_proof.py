@@ -43,7 +43,12 @@ class CudaPremise:
     def _scan(self) -> tuple[set[str], set[str]]:
         defined: set[str] = set()
         included: set[str] = set()
+        inside = os.path.realpath(self.root) + os.sep
         for rel in source_files(self.root):
+            if not os.path.realpath(self.root / rel).startswith(inside):
+                # a source linked to a file out of the repo is never read: what it defines is unknown
+                defined |= set(ROCM_ONLY)
+                continue
             try:
                 st = os.stat(self.root / rel)
             except OSError:

@@ -53,3 +53,13 @@ def test_a_created_file_that_could_shadow_an_included_header_gets_no_text_proof(
     # a new csrc/rocm/util.h could be found for `#include "util.h"` through an -I: no proof
     shadow = guard + file_diff("csrc/rocm/util.h", None, "#pragma once\n")
     assert _proof(root, shadow, ["csrc/k.cu", "csrc/rocm/util.h"]) == {}
+
+
+def test_a_source_linked_out_of_the_repo_is_not_read_and_proves_nothing(git_repo, tmp_path):
+    """A symlinked header whose target lies outside the repo could define USE_ROCM; it is never opened,
+    so nothing is known about it and the text proof gives way to nvcc."""
+    outside = tmp_path / "outside.h"
+    outside.write_text("#define UNRELATED 1\n")
+    root = git_repo({"csrc/k.cu": KERNEL, "csrc/util.h": "#pragma once\n"})
+    (root / "csrc" / "linked.h").symlink_to(outside)
+    assert _proof(root, file_diff("csrc/k.cu", KERNEL, GUARDED), ["csrc/k.cu"]) == {}
