@@ -149,10 +149,17 @@ def _store(
     if deps is not None:
         meta["deps"] = deps
     atomic_write(os.path.join(cache, "e", exact + ".json"), json.dumps(meta).encode())
-    clean = result["returncode"] == 0 and not (result["stdout"] or result["stderr"]).strip()
-    reusable = clean or (result["returncode"] == 0 and deps is not None)
-    if loose and reusable and not any(_DEBUG.match(a) for a in argv[1:]):
+    if loose and _reusable_across_line_markers(meta, argv):
         atomic_write(os.path.join(cache, "l", loose), exact.encode())
+
+
+def _reusable_across_line_markers(meta: Result, argv: list[str]) -> bool:
+    """A success without debug info, clean or with the files it read kept (its warnings are then checked
+    against what changed when it is found: compile_deps.messages_still_true)."""
+    clean = not (meta["stdout"] or meta["stderr"]).strip()
+    return (
+        meta["returncode"] == 0 and (clean or "deps" in meta) and not any(_DEBUG.match(a) for a in argv[1:])
+    )
 
 
 def _note(cache: str, how: str, argv: list[str]) -> None:
@@ -238,14 +245,7 @@ def index_compile(
     if meta is None or name is None:
         return result  # nothing stored
     marker = os.path.join(cache, "e", f"{name}.indexed")
-    clean = meta["returncode"] == 0 and not (meta["stdout"] or meta["stderr"]).strip()
-    reusable = clean or (meta["returncode"] == 0 and "deps" in meta)  # warnings: checked when found
-    if (
-        not reusable
-        or not name.startswith("d")
-        or os.path.exists(marker)
-        or any(_DEBUG.match(a) for a in argv)
-    ):
+    if not _reusable_across_line_markers(meta, argv) or not name.startswith("d") or os.path.exists(marker):
         return result  # nothing stored, a failure or messages to reproduce, or already keyed by its input
     pre = run_argv(pre_argv, cwd, timeout, env)
     if pre["returncode"] == 0:

@@ -135,12 +135,8 @@ def compile_both(
     CUDA's input unchanged but for line markers, and an earlier clean nvcc compile of the unit answers.
     `cuda_units`: the units nvcc compiles when not all of them (the rest are proven unchanged for CUDA)."""
     hip_cmds = [_fmt(tools.hip_unit, root, rel, tools.arch, "hip") for rel in units]
-    cuda_cmds = [
-        _fmt(tools.cuda_unit, root, rel, tools.arch)
-        for rel in units
-        if cuda_units is None or rel in cuda_units
-    ]
-    cuda_cmds = cuda_cmds if tools.cuda else []
+    nvcc_units = [] if tools.cuda is None else units if cuda_units is None else cuda_units
+    cuda_cmds = [_fmt(tools.cuda_unit, root, rel, tools.arch) for rel in nvcc_units]
     env, timeout = tools.extra_env or None, tools.timeout
     hip_ids = cuda_ids = None
     if _live(tools.hip_service):
