@@ -25,6 +25,8 @@ WHAT = {
     "ptx": "Rewrite inline PTX for ROCm",
     "implicit_runtime": "Include the HIP runtime on ROCm",
     "grid_constant": "Define __grid_constant__ away on ROCm",
+    "libcudacxx_atomic": "Implement cuda::atomic on ROCm",
+    "driver_api": "Map the CUDA driver API to HIP",
 }
 """Commit subjects by rule family; an LLM patch (or an unnamed family) says `Fix <kind>`."""
 

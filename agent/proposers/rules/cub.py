@@ -7,6 +7,7 @@ import re
 from agent.proposers.rules.base import Decline, Workspace, register
 from agent.proposers.rules.cpp import include_of
 from agent.proposers.rules.headers import guard_include_block
+from agent.proposers.rules.libcudacxx import ATOMIC_HEADERS, shim_proposal
 from tools.records import Failure, Proposal
 
 CUB_ROCM = ["#include <hipcub/hipcub.hpp>", "namespace cub = hipcub;"]
@@ -45,11 +46,15 @@ STD_HEADERS = {
     "cuda/std/climits": "climits",
     "cuda/std/ratio": "ratio",
     "cuda/std/bit": "bit",
+    "cuda/std/cmath": "cmath",
+    "cuda/std/cfloat": "cfloat",
+    "cuda/std/cassert": "cassert",
+    "cuda/std/initializer_list": "initializer_list",
 }
-# Lets `cuda::std::is_same_v` resolve to `std::is_same_v` on ROCm without touching the CUDA code.
-STD_ALIAS = "namespace cuda { namespace std = ::std; }"
+# Lets `cuda::std::is_same_v` resolve to `std::is_same_v` on ROCm without touching the CUDA code; a
+# namespace (not an alias) so the libcu++ atomic shim can add cuda::std::atomic beside it.
+STD_ALIAS = "namespace cuda { namespace std { using namespace ::std; } }"
 NEEDS_LIBHIPCXX = (
-    "atomic",
     "barrier",
     "latch",
     "semaphore",
@@ -110,10 +115,13 @@ class CudaStdFixer:
         header = (failure.symbol or "").strip()
         if not header.startswith("cuda/"):
             return None
+        if header in ATOMIC_HEADERS:
+            return shim_proposal(failure, ws, header, "libcudacxx_atomic")
         if header not in STD_HEADERS:
             leaf = header.rsplit("/", 1)[-1]
             why = (
-                "needs libhipcxx (cuda::atomic and friends are not plain std templates)"
+                "needs libhipcxx, which ROCm 6.4 does not ship (barriers, pipelines, semaphores and the other "
+                "libcu++ facilities beyond cuda::atomic are not plain std templates)"
                 if leaf in NEEDS_LIBHIPCXX or not header.startswith("cuda/std/")
                 else "has no known std mapping"
             )

@@ -26,7 +26,8 @@ def test_every_cuda_include_of_a_block_is_guarded_in_one_edit(git_repo):
     rocm = prop.diff.split("+#ifdef USE_ROCM\n", 1)[1].split("+#else\n", 1)[0]
     assert rocm == (
         "+#include <hip/hip_runtime.h>\n+#include <cstdint>\n+#include <hipcub/hipcub.hpp>\n"
-        "+namespace cub = hipcub;\n+#include <type_traits>\n+namespace cuda { namespace std = ::std; }\n"
+        "+namespace cub = hipcub;\n+#include <type_traits>\n"
+        "+namespace cuda { namespace std { using namespace ::std; } }\n"
     )
     # the other families' failures in the same block have nothing left to do afterwards
     (root / "k.cu").write_text(_applied(root, prop))
