@@ -6,6 +6,7 @@ import re
 
 from agent.proposers.rules.base import Decline, Workspace, make_proposal, register
 from agent.proposers.rules.cpp import include_of, line_platforms
+from agent.proposers.rules.driver_api import driver_lines, driver_names, unmapped_reason
 from agent.proposers.rules.guard import guard_includes
 from tools.records import Failure, Proposal
 
@@ -28,7 +29,6 @@ HIP_HEADERS: dict[str, list[str]] = {
 }
 # Headers with no 1:1 HIP header: the code using them needs a human (or the LLM).
 NO_EQUIVALENT = {
-    "cuda.h": "cuda.h is the CUDA driver API; HIP has no 1:1 header (hip_runtime covers only part of it)",
     "cudaTypedefs.h": "cudaTypedefs.h declares driver-API entry-point typedefs with no HIP counterpart",
     "mma.h": "mma.h is the tensor-core WMMA API; ROCm needs rocWMMA or an MFMA rewrite",
     "cuda_pipeline.h": "cuda_pipeline.h (cp.async pipelines) has no HIP equivalent",
@@ -48,16 +48,22 @@ def math_constant_lines(used: set[str]) -> list[str]:
     return ["#include <hip/hip_math_constants.h>", *(f"#define CUDART_{x} HIP_{x}" for x in sorted(used))]
 
 
-def block_replacements(text: str, constants: set[str] | None = None) -> dict[str, list[str]]:
+def block_replacements(
+    text: str, constants: set[str] | None = None, driver: set[str] | None = None
+) -> dict[str, list[str]]:
     """ROCm lines for every CUDA header the text includes that has a mapping (runtime/type headers, cub,
     host-compatible cuda/std, math constants: `constants` are the CUDART_ names the repo uses, else the
-    text's), so one guard covers a whole block of includes."""
+    text's; cuda.h when every driver name in use, `driver` else the text's, has a HIP spelling), so one
+    guard covers a whole block of includes."""
     from agent.proposers.rules.cub import CUB_ROCM, STD_ALIAS, STD_HEADERS  # cub imports this module
 
     out = {h: hip_lines(hips) for h, hips in HIP_HEADERS.items()}
     out["math_constants.h"] = math_constant_lines(
         constants if constants is not None else set(CUDART_NAME.findall(text))
     )
+    driver = driver if driver is not None else driver_names(text)
+    if unmapped_reason(driver) is None:
+        out["cuda.h"] = driver_lines(driver)
     for line in text.splitlines():
         header = include_of(line) or ""
         if header.startswith("cub/"):
@@ -113,6 +119,25 @@ def _constants_used(ws: Workspace, text: str) -> set[str] | None:
     return {x for rel in source_files(ws.root) for x in CUDART_NAME.findall(ws.read(rel) or "")}
 
 
+def _driver_used(ws: Workspace, rel: str, text: str) -> set[str] | None:
+    """The driver-API names of every file that reaches `rel` or that `rel` reaches through includes, when
+    `text` (rel's) includes cuda.h (the macros and types may be used anywhere in that closure); else None."""
+    if not any(include_of(ln) == "cuda.h" for ln in text.splitlines()):
+        return None
+    from agent.patch.units import include_graph
+
+    graph = include_graph(ws.root)
+    near = {rel} | graph.get(rel, set()) | {f for f, deps in graph.items() if rel in deps}
+    grown = True
+    while grown:
+        more = {d for f in near for d in graph.get(f, set())} | {
+            f for f, deps in graph.items() if deps & near
+        }
+        grown = not more <= near
+        near |= more
+    return {n for f in near for n in driver_names(ws.read(f) or "")}
+
+
 def guard_include_block(
     ws: Workspace, failure: Failure, header: str, family: str, why: str
 ) -> Proposal | None:
@@ -122,7 +147,9 @@ def guard_include_block(
     if rel is None:
         return None
     text = ws.read(rel) or ""
-    new = guard_includes(text, block_replacements(text, _constants_used(ws, text)))
+    new = guard_includes(
+        text, block_replacements(text, _constants_used(ws, text), _driver_used(ws, rel, text))
+    )
     return make_proposal(failure, family, {rel: (text, new)}, f"{rel}: {why}", ws=ws)
 
 
@@ -142,7 +169,12 @@ class CudaHeaderFixer:
             )
         if header in NO_EQUIVALENT:
             raise Decline(NO_EQUIVALENT[header])
-        if header not in HIP_HEADERS and header != "math_constants.h":
+        if header == "cuda.h":
+            rel = including_file(ws, failure, header)
+            why = unmapped_reason(_driver_used(ws, rel, ws.read(rel) or "") or set()) if rel else None
+            if why:
+                raise Decline(why)
+        if header not in HIP_HEADERS and header not in ("math_constants.h", "cuda.h"):
             return None
         return guard_include_block(
             ws,

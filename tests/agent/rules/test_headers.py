@@ -63,7 +63,9 @@ def test_merges_into_existing_guard_and_compiles_for_gfx942_gfx950(git_repo, roc
     assert not propose_none(root, fail)
 
 
-@pytest.mark.parametrize(("header", "why"), [("cuda.h", "driver API"), ("hip/hip_fp8.h", "ROCm toolchain")])
+@pytest.mark.parametrize(
+    ("header", "why"), [("cudaTypedefs.h", "entry-point typedefs"), ("hip/hip_fp8.h", "ROCm toolchain")]
+)
 def test_declines_with_reason(git_repo, header, why):
     root = git_repo({"a.cu": f"#include <{header}>\n"})
     reasons = declines(root, failure("cuda_header", "a.cu", header))
