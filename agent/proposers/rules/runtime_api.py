@@ -33,6 +33,21 @@ def used_names(text: str) -> list[str]:
     return out
 
 
+def _closure(ws: Workspace, rel: str) -> list[str]:
+    """The repo files `rel` includes, directly or through other repo headers, in a stable order."""
+    from agent.patch.units import include_graph
+
+    graph = include_graph(ws.root)
+    seen: list[str] = []
+    todo = sorted(graph.get(rel, ()))
+    while todo:
+        cur = todo.pop(0)
+        if cur not in seen and cur != rel:
+            seen.append(cur)
+            todo += sorted(graph.get(cur, ()))
+    return seen
+
+
 def runtime_block(names: list[str], header_text: str, mapping: dict[str, str]) -> str:
     """The `#ifdef USE_ROCM` block that defines `names` (and the launch-with-attributes shim when used)."""
     defines = [f"#define {n} {mapping[n]}\n" for n in names if n in mapping]
@@ -81,7 +96,16 @@ class RuntimeApiFixer:
             return None
         old = ws.read(find_compat(ws, rel) or compat_location(ws, rel)) or ""
         defined = set(_DEFINED.findall(old)) | ({*LAUNCH_EX_NAMES} if _has_launch_shim(old) else set())
-        missing = [n for n in used_names(text) if (n in mapping or n in LAUNCH_EX_NAMES) and n not in defined]
+        # names reach the file through its own headers' macros too (`CUCH(cudaMalloc(...))` with the check
+        # macro comparing against cudaSuccess), and the failing name is used wherever the error points
+        used = [
+            *used_names(text),
+            *(n for dep in _closure(ws, rel) for n in used_names(ws.read(dep) or "")),
+            symbol,
+        ]
+        missing = [
+            n for n in dict.fromkeys(used) if (n in mapping or n in LAUNCH_EX_NAMES) and n not in defined
+        ]
         edits = add_block(ws, rel, runtime_block(missing, old, mapping) if missing else None)
         compat = next((f for f in edits if f != rel), find_compat(ws, rel))
         if not edits:

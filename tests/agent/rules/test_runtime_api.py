@@ -126,3 +126,49 @@ def test_grid_constant_expands_to_nothing_on_rocm(git_repo, rocm_image, nvcc):
         "compiles",
         "compiles",
     ]
+
+
+CHECK_H = """\
+#pragma once
+#include <cstdio>
+
+#define RT_CHECK(call, code)                                                   \\
+  do {                                                                         \\
+    auto err_ = (call);                                                        \\
+    if (err_ != cudaSuccess) {                                                 \\
+      std::printf("%s:%d %s\\\\n", __FILE__, __LINE__, cudaGetErrorString(err_)); \\
+      return code;                                                             \\
+    }                                                                          \\
+  } while (false)
+"""
+CHECK_CU = """\
+#ifdef USE_ROCM
+#include <hip/hip_runtime.h>
+#endif
+#include "check.h"
+
+__global__ void zero(float* x) { x[threadIdx.x] = 0.f; }
+
+int alloc_zeroed(float** x, int n) {
+  RT_CHECK(cudaMallocManaged(x, n * sizeof(float)), 1);
+  zero<<<1, n>>>(*x);
+  RT_CHECK(cudaDeviceSynchronize(), 2);
+  return 0;
+}
+"""
+
+
+def test_runtime_names_inside_the_repos_check_macros_are_mapped_with_the_files_own(
+    git_repo, rocm_image, nvcc
+):
+    """hipcc reports `cudaSuccess` at the .cu line that expands the header's check macro; the name is not
+    in the .cu's text, and every runtime name of that macro must come with it or the unit still fails."""
+    root = git_repo({"check.h": CHECK_H, "alloc.cu": CHECK_CU})
+    fail = failure("cuda_api", "alloc.cu", "cudaSuccess", "use of undeclared identifier 'cudaSuccess'")
+    prop = propose(root, fail)
+    for name in ("cudaSuccess", "cudaGetErrorString", "cudaMallocManaged", "cudaDeviceSynchronize"):
+        assert f"+#define {name} hip" in prop.diff
+    outcome = validate(root, image_toolchains(root, rocm_image, "gfx942"), prop, fail)
+    assert outcome.kept, outcome.reason
+    assert all(c.ok for c in outcome.checks), [c.detail for c in outcome.checks]
+    assert not propose_for(fail, Workspace(root=root)).proposals  # a second run adds nothing
