@@ -8,6 +8,7 @@ from agent.proposers.rules.base import Decline, Workspace, make_proposal, regist
 from agent.proposers.rules.cpp import include_of, line_platforms
 from agent.proposers.rules.driver_api import driver_lines, driver_names, unmapped_reason
 from agent.proposers.rules.guard import guard_includes
+from agent.proposers.rules.libraries import LIBRARIES, library_lines, package_of
 from tools.records import Failure, Proposal
 
 # CUDA header -> the HIP header(s) that declare the same API.
@@ -24,8 +25,6 @@ HIP_HEADERS: dict[str, list[str]] = {
     # declarations clang needs (`Can't find declaration for hipLaunchKernel`); the runtime has all of it
     "vector_types.h": ["hip/hip_runtime.h"],
     "vector_functions.h": ["hip/hip_runtime.h"],
-    "curand_kernel.h": ["hiprand/hiprand_kernel.h"],
-    "curand.h": ["hiprand/hiprand.h"],
 }
 # Headers with no 1:1 HIP header: the code using them needs a human (or the LLM).
 NO_EQUIVALENT = {
@@ -33,7 +32,10 @@ NO_EQUIVALENT = {
     "mma.h": "mma.h is the tensor-core WMMA API; ROCm needs rocWMMA or an MFMA rewrite",
     "cuda_pipeline.h": "cuda_pipeline.h (cp.async pipelines) has no HIP equivalent",
 }
-ROCM_PREFIXES = ("hip/", "hipcub/", "rocprim/", "hiprand/", "rocrand/", "hipblas", "rocblas", "hip_")
+ROCM_PREFIXES = (
+    *("hip/", "hipcub/", "rocprim/", "hiprand/", "rocrand/", "hipblas", "rocblas", "hip_"),
+    *("hipsparse/", "hipfft/", "hipsolver/", "roctracer/", "rccl/"),
+)
 
 
 def hip_lines(headers: list[str]) -> list[str]:
@@ -66,7 +68,9 @@ def block_replacements(
         out["cuda.h"] = driver_lines(driver)
     for line in text.splitlines():
         header = include_of(line) or ""
-        if header.startswith("cub/"):
+        if header in LIBRARIES:
+            out[header] = library_lines(header, text)
+        elif header.startswith("cub/"):
             out[header] = CUB_ROCM
         elif header in STD_HEADERS:
             out[header] = [f"#include <{STD_HEADERS[header]}>", STD_ALIAS]
@@ -119,23 +123,27 @@ def _constants_used(ws: Workspace, text: str) -> set[str] | None:
     return {x for rel in source_files(ws.root) for x in CUDART_NAME.findall(ws.read(rel) or "")}
 
 
-def _driver_used(ws: Workspace, rel: str, text: str) -> set[str] | None:
-    """The driver-API names of every file that reaches `rel` or that `rel` reaches through includes, when
-    `text` (rel's) includes cuda.h (the macros and types may be used anywhere in that closure); else None."""
-    if not any(include_of(ln) == "cuda.h" for ln in text.splitlines()):
-        return None
+def _near_text(ws: Workspace, rel: str) -> str:
+    """The text of `rel`, of every repo file it includes and of every file that includes it (transitively):
+    where the names a header's API brings in may be used, directly or through macros."""
     from agent.patch.units import include_graph
 
     graph = include_graph(ws.root)
-    near = {rel} | graph.get(rel, set()) | {f for f, deps in graph.items() if rel in deps}
-    grown = True
-    while grown:
-        more = {d for f in near for d in graph.get(f, set())} | {
-            f for f, deps in graph.items() if deps & near
-        }
-        grown = not more <= near
-        near |= more
-    return {n for f in near for n in driver_names(ws.read(f) or "")}
+    near = {rel}
+    for step in (lambda f: graph.get(f, set()), lambda f: {g for g, deps in graph.items() if f in deps}):
+        todo = [rel]
+        while todo:
+            new = step(todo.pop()) - near
+            near |= new
+            todo += sorted(new)
+    return "\n".join(ws.read(f) or "" for f in sorted(near))
+
+
+def _driver_used(ws: Workspace, rel: str, text: str) -> set[str] | None:
+    """The driver-API names near `rel` when `text` (rel's) includes cuda.h; else None."""
+    if not any(include_of(ln) == "cuda.h" for ln in text.splitlines()):
+        return None
+    return driver_names(_near_text(ws, rel))
 
 
 def guard_include_block(
@@ -147,9 +155,11 @@ def guard_include_block(
     if rel is None:
         return None
     text = ws.read(rel) or ""
-    new = guard_includes(
-        text, block_replacements(text, _constants_used(ws, text), _driver_used(ws, rel, text))
-    )
+    replacements = block_replacements(text, _constants_used(ws, text), _driver_used(ws, rel, text))
+    libraries = [h for h in map(include_of, text.splitlines()) if h in LIBRARIES]
+    near = _near_text(ws, rel) if libraries else ""
+    replacements.update({h: library_lines(h, near) for h in libraries})
+    new = guard_includes(text, replacements)
     return make_proposal(failure, family, {rel: (text, new)}, f"{rel}: {why}", ws=ws)
 
 
@@ -162,9 +172,11 @@ class CudaHeaderFixer:
     def propose(self, failure: Failure, ws: Workspace) -> Proposal | None:
         header = (failure.symbol or "").strip()
         if header.startswith(ROCM_PREFIXES):
+            pkg = package_of(header)
             raise Decline(
                 f"{header} is a HIP/ROCm header: the ROCm toolchain or image lacks it "
-                f"(update ROCm or the image); the code is not wrong",
+                f"({'install the ROCm package ' + pkg if pkg else 'update ROCm or the image'}); "
+                f"the code is not wrong",
                 environment=True,
             )
         if header in NO_EQUIVALENT:
@@ -174,7 +186,11 @@ class CudaHeaderFixer:
             why = unmapped_reason(_driver_used(ws, rel, ws.read(rel) or "") or set()) if rel else None
             if why:
                 raise Decline(why)
-        if header not in HIP_HEADERS and header not in ("math_constants.h", "cuda.h"):
+        if (
+            header not in HIP_HEADERS
+            and header not in LIBRARIES
+            and header not in ("math_constants.h", "cuda.h")
+        ):
             return None
         return guard_include_block(
             ws,

@@ -1,0 +1,66 @@
+"""CUDA libraries whose ROCm counterpart mirrors the API under another prefix (NVRTC -> hipRTC, cuBLAS ->
+hipBLAS, ...): the header maps with one alias per name in use; a ROCm library missing from the image is
+declined as environment, naming the package."""
+
+from __future__ import annotations
+
+from agent.proposers.rules import Workspace, propose_for
+from tests.agent.rules.helpers import declines, failure, image_toolchains, propose, validate
+
+JIT = """\
+#include <nvrtc.h>
+
+#include <string>
+
+#define RTC_OK(call) ((call) == NVRTC_SUCCESS)
+
+std::string compile(const char* src) {
+  nvrtcProgram prog;
+  if (!RTC_OK(nvrtcCreateProgram(&prog, src, "k.cu", 0, nullptr, nullptr))) return "create failed";
+  nvrtcResult res = nvrtcCompileProgram(prog, 0, nullptr);
+  std::string out = nvrtcGetErrorString(res);
+  nvrtcDestroyProgram(&prog);
+  return out;
+}
+"""
+GEMM = """\
+#include <cublas_v2.h>
+
+#include "cublasLt.h"
+
+int gemm(cublasHandle_t h, const float* a, const float* b, float* c, int n) {
+  const float one = 1.f, zero = 0.f;
+  return cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, n, n, n, &one, a, n, b, n, &zero, c, n) == CUBLAS_STATUS_SUCCESS;
+}
+"""
+
+
+def test_nvrtc_maps_to_hiprtc_with_an_alias_per_name_and_compiles_in_the_image(git_repo, rocm_image):
+    root = git_repo({"jit.cpp": JIT})
+    fail = failure("cuda_header", "jit.cpp", "nvrtc.h", "fatal error: 'nvrtc.h' file not found")
+    prop = propose(root, fail)
+    assert "+#include <hip/hiprtc.h>\n" in prop.diff
+    for name, hip in (
+        ("NVRTC_SUCCESS", "HIPRTC_SUCCESS"),
+        ("nvrtcProgram", "hiprtcProgram"),
+        ("nvrtcCreateProgram", "hiprtcCreateProgram"),
+        ("nvrtcResult", "hiprtcResult"),
+        ("nvrtcGetErrorString", "hiprtcGetErrorString"),
+    ):
+        assert f"+#define {name} {hip}\n" in prop.diff
+    outcome = validate(root, image_toolchains(root, rocm_image, "gfx942"), prop, fail)
+    assert outcome.kept, outcome.reason
+    assert any(c.ok and "hipcc gfx942" in c.name for c in outcome.checks), [c.name for c in outcome.checks]
+    assert not propose_for(fail, Workspace(root=root)).proposals  # a second run adds nothing
+
+
+def test_cublas_maps_by_prefix_and_a_missing_hipblas_names_its_package(git_repo):
+    root = git_repo({"gemm.cu": GEMM, "cublasLt.h": "#pragma once\n"})  # a repo file, not the library
+    prop = propose(root, failure("cuda_header", "gemm.cu", "cublas_v2.h"))
+    for line in ("#include <hipblas/hipblas.h>", "#define cublasSgemm hipblasSgemm"):
+        assert f"+{line}\n" in prop.diff
+    assert "+#define cublasHandle_t hipblasHandle_t\n" in prop.diff
+    assert "+#define CUBLAS_OP_N HIPBLAS_OP_N\n" in prop.diff
+    assert '#include "cublasLt.h"' not in prop.diff.split("+#else", 1)[0]  # the repo's own header stays
+    (why,) = declines(root, failure("cuda_header", "gemm.cu", "hipblas/hipblas.h"))
+    assert "install the ROCm package hipblas" in why
