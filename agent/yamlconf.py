@@ -8,12 +8,14 @@ reporting one line `rocport: error: ...`; the wording of every YAML problem is t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ValidationError
 
-M = TypeVar("M", bound=BaseModel)
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+M = TypeVar("M", bound="BaseModel")
 
 
 class ConfigError(ValueError):
@@ -117,6 +119,8 @@ def validate(
     error: type[Exception] = ConfigError,
 ) -> M:
     """`model` from `data` read out of `path`; `error` names the file, the line and the key."""
+    from pydantic import ValidationError  # here: read_yaml alone (a plain scan's profile) needs none
+
     try:
         return model.model_validate(data)
     except ValidationError as exc:

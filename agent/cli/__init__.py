@@ -5,14 +5,13 @@ A process started for one command (`rocport port ...`, `python -m agent.cli scan
 every module costs about a second of CPU (Docker, LangGraph, numpy), paid again by every short
 command a user or a script runs. Imported any other way (tests, `rocport --help`, no command, an
 unknown command), every command is loaded, so help lists them all and typos get typer's answer.
+`rocport scan ...` with plain arguments does not import typer at all (agent/cli/scan_argv.py).
 """
 
 import sys
 from importlib import import_module
 from itertools import pairwise
 from pathlib import Path
-
-from agent.cli.app import app
 
 COMMAND_MODULES = {
     "bench": "bench",
@@ -61,11 +60,21 @@ def load_commands(command: str | None) -> None:
         import_module(f"agent.cli.{name}")
 
 
-load_commands(_started_as_command())
+_COMMAND = _started_as_command()
+if _COMMAND != "scan":  # a scan process first tries to start without typer (see main)
+    from agent.cli.app import app
+
+    load_commands(_COMMAND)
 
 
 def main() -> None:
-    from agent.cli.app import run
+    if _COMMAND == "scan":
+        if sys.argv[1:2] == ["scan"]:  # exits when its arguments parse without typer
+            from agent.cli.scan_argv import run_scan_without_typer
+
+            run_scan_without_typer(sys.argv[2:])
+        load_commands("scan")
+    from agent.cli.app import app, run
 
     run(app)
 

@@ -1,0 +1,170 @@
+"""What `rocport scan` prints: tables, JSON, SARIF and notes. No typer here (a plain scan starts
+without it, see scan_argv.py); rich is imported only for what it draws: the tables, and notes on a
+terminal's stderr. A scan that writes JSON or SARIF with stderr not a terminal (CI, scripts, a bench)
+prints its notes as plain lines, one per note."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from collections import Counter
+from dataclasses import fields
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tools.records import Failure
+from tools.scan.repo import ScanReport
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+
+class ScanUsageError(Exception):
+    """A scan that cannot go on; the message is the one line `rocport: error: ...` shows (exit 2)."""
+
+
+def echo(text: str, err: bool = False) -> None:
+    """`text` and a newline, as typer.echo prints it. Plain ASCII without escape codes is written as
+    is (what click does with it); anything else goes through typer.echo, which strips ANSI codes off a
+    pipe and re-encodes a misconfigured stream."""
+    stream = sys.stderr if err else sys.stdout
+    if stream is None:
+        return
+    if not text.isascii() or "\x1b" in text:
+        import typer
+
+        typer.echo(text, err=err)
+        return
+    stream.write(text + "\n")
+    stream.flush()
+
+
+def _table(report: ScanReport) -> Table:
+    from rich.table import Table
+
+    table = Table(title=f"rocport scan: {len(report.findings)} finding(s) in {report.files_scanned} file(s)")
+    for column in ("kind", "where", "construct", "fix family"):
+        table.add_column(column, overflow="fold")
+    for f in report.findings:
+        count = f.facts.get("occurrences")
+        construct = f"{f.symbol} (x{count})" if count and count > 1 else f.symbol or ""
+        table.add_row(f.kind, f"{f.file}:{f.line}", construct, f.facts.get("fix_family", ""))
+    return table
+
+
+_PRETTY_LIMIT = 2000
+"""Past this many findings JSON is written one finding per line: the indenting encoder is pure
+Python and would take longer than the scan itself."""
+
+
+def _finding_dict(f: Failure) -> dict:
+    return {k.name: getattr(f, k.name) for k in fields(f)}
+
+
+def _render(report: ScanReport, fmt: str) -> str:
+    if fmt == "sarif":
+        from agent.version import rocport_version
+        from tools.scan.sarif import to_sarif
+
+        sarif = to_sarif(report.findings, version=rocport_version())
+        return json.dumps(sarif, indent=2 if len(report.findings) <= _PRETTY_LIMIT else None)
+    items = [_finding_dict(f) for f in report.findings]
+    if len(items) <= _PRETTY_LIMIT:
+        return json.dumps(items, indent=2)
+    return "[\n" + ",\n".join(json.dumps(item) for item in items) + "\n]"
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise ScanUsageError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def _note(text: str, head: str = "") -> None:
+    """One note on stderr, `head` first (yellow on a terminal): through rich on a terminal (colour,
+    wrapped to its width), else one plain line."""
+    if not sys.stderr.isatty():
+        echo(f"{head} {text}" if head else text, err=True)
+        return
+    from rich.console import Console
+    from rich.markup import escape
+
+    Console(stderr=True).print(f"[yellow]{head}[/] {escape(text)}" if head else escape(text), highlight=False)
+
+
+def _summary(report: ScanReport) -> None:
+    for rel, reason in report.skipped:
+        _note(f"{rel}: {reason}", head="skipped")
+    if report.build:
+        _note(
+            f"ROCm build ({report.build}): {len(report.findings)} finding(s) in files it compiles; "
+            f"{len(report.not_built)} file(s) with findings are not in it; "
+            f"{report.rocm_only} ROCm-only file(s)"
+        )
+
+
+_BLOCKERS_SHOWN = 4
+
+
+def _not_built_table(report: ScanReport) -> Table:
+    """One row per file the ROCm build leaves out: what adding it would take."""
+    from rich.table import Table
+
+    table = Table(title=f"not in the ROCm build: {len(report.not_built)} file(s) with findings")
+    for column in ("file", "findings", "needs a port of"):
+        table.add_column(column, overflow="fold")
+    for entry in report.not_built:
+        counts = ", ".join(f"{n} {k}" for k, n in sorted(entry.kinds.items()))
+        blockers = entry.blockers[:_BLOCKERS_SHOWN] + (
+            ["..."] if len(entry.blockers) > _BLOCKERS_SHOWN else []
+        )
+        table.add_row(entry.path, counts, ", ".join(blockers) or "(renames and guards only)")
+    return table
+
+
+def _statistics(report: ScanReport) -> Table:
+    """Counts per kind and fix family, like `ruff --statistics`."""
+    from rich.table import Table
+
+    counts = Counter((f.kind, f.facts.get("fix_family", "")) for f in report.findings)
+    table = Table(title=f"rocport scan: {len(report.findings)} finding(s) by kind")
+    for column in ("count", "kind", "fix family"):
+        table.add_column(column)
+    for (kind, family), n in counts.most_common():
+        table.add_row(str(n), kind, family)
+    return table
+
+
+def emit(report: ScanReport, fmt: str, output: Path | None, statistics: bool) -> None:
+    """Print (or write to `output`) the report in `fmt` (table, json or sarif), then the notes."""
+    if statistics:
+        from rich.console import Console
+
+        Console().print(_statistics(report))
+        _summary(report)
+        return
+    if fmt == "table" and output is None:
+        from rich.console import Console
+
+        Console().print(_table(report))
+        if report.not_built:
+            Console().print(_not_built_table(report))
+        _summary(report)
+        return
+    text = _render(report, fmt) if fmt != "table" else _plain_table(report)
+    if output is None:
+        echo(text)
+    else:
+        _write(output, text)
+        _note(f"wrote {len(report.findings)} finding(s) to {output}")
+    _summary(report)
+
+
+def _plain_table(report: ScanReport) -> str:
+    from rich.console import Console
+
+    console = Console(record=True, width=160, file=io.StringIO())
+    console.print(_table(report))
+    return console.export_text()

@@ -1,0 +1,165 @@
+"""`rocport scan` starts without typer when its arguments are plain, and then prints, writes and
+exits exactly as the typer command does; anything else is typer's to answer, word for word."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.tools.scan.helpers import write
+
+ENTRY = "from agent.cli import main; main()"
+"""What the `rocport` console script runs."""
+TYPER_ONLY = (
+    "from agent.cli import load_commands; from agent.cli.app import app, run; load_commands('scan'); run(app)"
+)
+"""The typer command alone, as every `rocport scan` ran before the typer-free start."""
+
+TREE = {
+    "csrc/k.cu": "#include <cuda_bf16.h>\n#ifndef USE_ROCM\n#include <cub/cub.cuh>\n#endif\n"
+    "__device__ float f(float v) { return __shfl_xor_sync(0xffffffff, v, 1); }\n"
+    "__device__ int lane() { return threadIdx.x % 32; }\n",
+    "csrc/ok.cpp": "int plain() { return 1; }\n",
+    "tests/t.cu": "__device__ int w() { return __activemask(); }\n",
+    "srt/layers/m.py": "import torch\nimport deep_gemm\n",
+    "weird name [x]/n.cu": "__device__ int l() { return threadIdx.x & 31; }\n",
+    "blob.cu": b"\x00\x01binary",
+}
+PROFILE = "name: mine\nhipify_at_build: true\nbuild: {rocm: make}\nlaunch: {command: serve}\n"
+
+
+def _run(code: str, args: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str, str]:
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "scan", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = write(tmp_path / "repo", TREE)
+    (tmp_path / "mine.yaml").write_text(PROFILE)
+    (tmp_path / "bad_type.yaml").write_text(PROFILE + "serve_needs_gpu: maybe\n")
+    (tmp_path / "coerced.yaml").write_text(PROFILE.replace("true", "'yes'"))
+    (tmp_path / "unknown_key.yaml").write_text(PROFILE + "colour: red\n")
+    (tmp_path / "broken.yaml").write_text("name: [unclosed\n")
+    (tmp_path / "out").mkdir()
+    return root
+
+
+INVOCATIONS = [
+    ["repo"],
+    ["repo", "-f", "json"],
+    ["repo", "--format=sarif"],
+    ["repo", "-f", "json", "-o", "out/r.json"],
+    ["-f", "sarif", "--output", "out/r.sarif", "repo"],
+    ["repo", "-f", "table", "-o", "out/r.txt"],
+    ["repo", "--statistics"],
+    ["repo", "-f", "json", "--select", "warp_size", "--select", "cuda_header"],
+    ["repo", "-f", "json", "--exclude", "srt/*", "--exclude=tests"],
+    ["repo", "-f", "json", "--profile", "vllm", "--no-cache", "-j", "1"],
+    ["repo", "-f", "json", "-p", "mine.yaml", "--no-hipify"],
+    ["repo", "-f", "json", "--profile=mine.yaml", "--hipify", "--include-vendored", "--jobs=2"],
+    ["repo", "-f", "json", "-p", "coerced.yaml"],
+    ["repo/csrc/k.cu", "-f", "json"],
+    ["repo/csrc/ok.cpp", "-f", "json", "--cache"],
+    ["--", "repo"],
+    # bad input: one line from rocport or typer, exit 2
+    ["absent"],
+    ["repo", "-p", "nosuch"],
+    ["repo", "-p", "bad_type.yaml"],
+    ["repo", "-p", "unknown_key.yaml"],
+    ["repo", "-p", "broken.yaml"],
+    ["repo", "-f", "json", "-o", "absent/dir/r.json"],
+    ["repo", "-f", "xml"],
+    ["repo", "-j", "0"],
+    ["repo", "-j", "two"],
+    ["repo", "--jobs"],
+    ["repo", "--bogus"],
+    ["repo", "repo"],
+    [],
+    ["repo", "--profile="],
+    ["repo", "-pvllm", "-f", "json"],
+    ["repo", "-f", "json", "-f", "sarif"],
+    ["repo", "--statistics=yes"],
+    ["--help"],
+]
+
+
+@pytest.mark.parametrize("args", INVOCATIONS, ids=lambda a: " ".join(a) or "(none)")
+def test_the_typer_free_start_prints_and_exits_as_the_typer_command(repo, args):
+    env = {**os.environ, "ROCPORT_CACHE_DIR": str(repo.parent / "cache"), "COLUMNS": "120", "NO_COLOR": "1"}
+    outputs = []
+    for code in (ENTRY, TYPER_ONLY):
+        for stale in (repo.parent / "out").iterdir():
+            stale.unlink()
+        status, stdout, stderr = _run(code, args, repo.parent, env)
+        files = {p.name: p.read_text() for p in sorted((repo.parent / "out").iterdir())}
+        outputs.append((status, stdout, stderr, files))
+    assert outputs[0] == outputs[1]
+    status, stdout, stderr, files = outputs[0]
+    assert "Traceback" not in stderr
+    if status == 2:  # every mistake is one line (typer's usage errors included)
+        assert len(stderr.strip().splitlines()) == 1 and stderr.startswith("rocport: error:"), stderr
+
+
+def _modules_at_exit(args: list[str], cwd: Path) -> set[str]:
+    probe = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('loaded:', *sorted(m for m in ('typer', 'pydantic', 'rich') if m in"
+        " sys.modules), file=sys.stderr))\n" + ENTRY
+    )
+    _, _, stderr = _run(probe, args, cwd, {**os.environ, "ROCPORT_CACHE_DIR": str(cwd / "cache")})
+    return set(stderr.strip().splitlines()[-1].split()[1:])
+
+
+def test_a_plain_json_scan_imports_neither_typer_nor_pydantic(repo):
+    assert _modules_at_exit(["repo", "-f", "json", "-o", "out/r.json", "-p", "vllm"], repo.parent) == set()
+    assert json.loads((repo.parent / "out" / "r.json").read_text())  # it did scan
+
+
+def test_what_only_typer_can_answer_is_answered_by_typer(repo):
+    assert "typer" in _modules_at_exit(["--help"], repo.parent)
+    assert "typer" in _modules_at_exit(["repo", "-f", "xml"], repo.parent)
+    # a profile the plain reader cannot vouch for is validated by pydantic
+    assert "pydantic" in _modules_at_exit(["repo", "-f", "json", "-p", "coerced.yaml"], repo.parent)
+
+
+def test_the_typer_command_has_exactly_the_declared_options():
+    """The typer-free parser reads scan_options.OPTIONS; the typer command must take the same."""
+    import typer
+
+    from agent.cli import app
+    from agent.cli.scan_options import OPTIONS
+
+    group = typer.main.get_command(app)
+    command = group.commands["scan"]  # type: ignore[attr-defined]
+    params = {p.name: p for p in command.params}
+    assert [p.name for p in command.params] == ["path", *(o.dest for o in OPTIONS)]
+    assert params["path"].required and params["path"].param_type_name == "argument"
+    for opt in OPTIONS:
+        param = params[opt.dest]
+        assert list(param.opts) == list(opt.flags), opt.dest
+        assert list(param.secondary_opts) == ([opt.off] if opt.off else []), opt.dest
+        assert param.multiple == (opt.kind == "many"), opt.dest
+        assert param.is_flag == (opt.kind in ("flag", "switch")), opt.dest
+        default = param.default if not hasattr(param.default, "value") else param.default.value
+        assert default == opt.default, opt.dest
+        annotation = param.type_descriptor.annotation
+        if opt.choices:
+            assert tuple(member.value for member in annotation) == opt.choices
+        elif opt.minimum is not None:
+            assert annotation is int and param.type_descriptor.parameter_info.min == opt.minimum
+        elif opt.kind == "value":
+            assert annotation is (Path if opt.is_path else str), opt.dest
