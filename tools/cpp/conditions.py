@@ -8,7 +8,9 @@ Values are ints or None (unknown); a malformed expression is unknown, never an e
 
 from __future__ import annotations
 
+import operator
 import re
+from collections.abc import Callable
 
 from tools.cpp.build_configs import BuildConfig, Macro
 
@@ -35,6 +37,10 @@ _LEVELS = [
     ("+", "-"),
     ("*", "/", "%"),
 ]
+_LEVEL_OF = {op: level for level, ops in enumerate(_LEVELS) for op in ops}
+
+
+_OCTAL = re.compile(r"0\d+")
 
 
 class _Malformed(Exception):
@@ -54,6 +60,26 @@ def _tokens(expr: str) -> list[tuple[str, str]]:
     return out
 
 
+_ARITHMETIC: dict[str, Callable[[int, int], int]] = {
+    "|": operator.or_,
+    "^": operator.xor,
+    "&": operator.and_,
+    "==": lambda a, b: int(a == b),
+    "!=": lambda a, b: int(a != b),
+    "<": lambda a, b: int(a < b),
+    ">": lambda a, b: int(a > b),
+    "<=": lambda a, b: int(a <= b),
+    ">=": lambda a, b: int(a >= b),
+    "<<": lambda a, b: a << min(b, 64),
+    ">>": lambda a, b: a >> min(b, 64),
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": lambda a, b: int(a / b),
+    "%": operator.mod,
+}
+
+
 def _binary(op: str, a: int | None, b: int | None) -> int | None:
     if op == "&&":
         if a == 0 or b == 0:
@@ -67,25 +93,7 @@ def _binary(op: str, a: int | None, b: int | None) -> int | None:
         return None
     if op in ("/", "%") and b == 0:
         return None
-    ops = {
-        "|": lambda: a | b,
-        "^": lambda: a ^ b,
-        "&": lambda: a & b,
-        "==": lambda: int(a == b),
-        "!=": lambda: int(a != b),
-        "<": lambda: int(a < b),
-        ">": lambda: int(a > b),
-        "<=": lambda: int(a <= b),
-        ">=": lambda: int(a >= b),
-        "<<": lambda: a << min(b, 64),
-        ">>": lambda: a >> min(b, 64),
-        "+": lambda: a + b,
-        "-": lambda: a - b,
-        "*": lambda: a * b,
-        "/": lambda: int(a / b),
-        "%": lambda: a % b,
-    }
-    return ops[op]()
+    return _ARITHMETIC[op](a, b)
 
 
 class _Parser:
@@ -120,13 +128,15 @@ class _Parser:
         return then if cond else other
 
     def binary(self, level: int) -> int | None:
-        if level == len(_LEVELS):
-            return self.unary()
-        left = self.binary(level + 1)
-        while self.peek() in _LEVELS[level]:
-            op = self.take()[1]
-            left = _binary(op, left, self.binary(level + 1))
-        return left
+        """Operators binding at `level` or tighter, left to right (precedence climbing: one call
+        per operator, not one per level and operand)."""
+        left = self.unary()
+        while True:
+            op = self.peek()
+            if op is None or _LEVEL_OF.get(op, -1) < level:
+                return left
+            self.take()
+            left = _binary(op, left, self.binary(_LEVEL_OF[op] + 1))
 
     def unary(self) -> int | None:
         kind, text = self.take()
@@ -140,7 +150,7 @@ class _Parser:
             self.expect(")")
             return v
         if kind == "num":
-            return int(text, 0) if not re.fullmatch(r"0\d+", text) else int(text, 8)
+            return int(text, 0) if not _OCTAL.fullmatch(text) else int(text, 8)
         if kind == "id":
             return self.identifier(text)
         raise _Malformed(text)
