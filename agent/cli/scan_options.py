@@ -4,13 +4,11 @@ which needs neither typer nor pydantic. Nothing here imports either."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True)
-class ScanOption:
-    """One option of `rocport scan`."""
+class ScanOption(NamedTuple):
+    """One option of `rocport scan` (a named tuple: a third of a frozen dataclass's start-up cost)."""
 
     dest: str
     """The scan function's parameter."""

@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import marshal
 import os
-import tempfile
 from dataclasses import fields
 from functools import lru_cache
 from pathlib import Path
@@ -134,6 +133,8 @@ class ResultCache:
         """Write the cache atomically (private directory); any OSError leaves the old one."""
         if not self.dirty:
             return
+        import tempfile  # here: a `--no-cache` scan never writes (~2 ms of imports spared)
+
         # Only files this scan looked at stay: deleted and renamed files drop out.
         kept = {k: v for k, v in self.entries.items() if k.split("\0", 1)[0] in self.stamps}
         try:
