@@ -55,11 +55,11 @@ def definition(name: str) -> str:
     return f"__device__ inline {kind} {name}({params}) {{\n  return {body};\n}}\n"
 
 
-def used_names(text: str) -> list[str]:
-    """The directed-rounding intrinsics the ROCm side of `text` calls, in a stable order."""
+def used_names(text: str, pattern: re.Pattern[str] = NAME) -> list[str]:
+    """The names `pattern` finds (directed-rounding intrinsics) on the ROCm side of `text`, sorted."""
     lines = text.splitlines()
     rocm = "\n".join(ln for ln, w in zip(lines, line_platforms(lines), strict=True) if w in ("both", "rocm"))
-    return sorted({m.group(0) for m in NAME.finditer(rocm)})
+    return sorted({m.group(0) for m in pattern.finditer(rocm)})
 
 
 def block(names: list[str]) -> str:
