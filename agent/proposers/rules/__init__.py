@@ -29,6 +29,7 @@ from agent.proposers.rules import cudacc  # noqa: F401
 from agent.proposers.rules import vector_ops  # noqa: F401
 from agent.proposers.rules import clang_dialect  # noqa: F401
 from agent.proposers.rules import device_builtins  # noqa: F401
+from agent.proposers.rules import warp_reduce  # noqa: F401
 from agent.proposers.rules import weight_names  # noqa: F401
 from agent.proposers.rules import quant_exclusion  # noqa: F401
 

@@ -30,16 +30,8 @@ INTRINSICS = {
     "__syncwarp": ("SYNC", None),
     "__ldg": ("LDG", None),
 }
-NO_HIP_EQUIVALENT = (
-    "__match_any_sync",
-    "__match_all_sync",
-    "__reduce_add_sync",
-    "__reduce_min_sync",
-    "__reduce_max_sync",
-    "__reduce_and_sync",
-    "__reduce_or_sync",
-    "__reduce_xor_sync",
-)
+# (__reduce_*_sync over a full mask: rule warp_reduce)
+NO_HIP_EQUIVALENT = ("__match_any_sync", "__match_all_sync")
 _CALL = re.compile(r"\b(" + "|".join(re.escape(n) for n in INTRINSICS) + r")\s*\(")
 # CUB_WARP_THREADS is CUB's name for the hardware warp size: a kernel sized by it follows the hardware warp.
 _GENERIC = re.compile(r"\b(warpSize|WARP_SIZE|(?:HIP)?CUB_(?:PTX_)?WARP_THREADS)\b")
