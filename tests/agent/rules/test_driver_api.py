@@ -56,7 +56,12 @@ def test_a_driver_facility_hip_lacks_is_declined_by_name(git_repo):
     assert "CUtensorMap, cuTensorMapEncodeTiled" in why and "TMA" in why
 
 
-def test_every_hip_spelling_of_the_driver_table_is_declared_by_the_images_hip_runtime(tmp_path, rocm_image):
+def test_every_hip_spelling_of_the_driver_and_runtime_tables_is_declared_by_the_images_hip_runtime(
+    tmp_path, rocm_image
+):
+    """A mapped name HIP lacks turns one undeclared name into another (cudaDeviceProp -> hipDeviceProp was
+    one: HIP's type is hipDeviceProp_t)."""
+    from agent.proposers.rules.runtime_names import RUNTIME
     from sandboxes.docker import DockerSandbox
 
     (tmp_path / "probe.cpp").write_text("#include <hip/hip_runtime.h>\n")
@@ -65,3 +70,4 @@ def test_every_hip_spelling_of_the_driver_table_is_declared_by_the_images_hip_ru
     assert out.ok, out.stderr[-2000:]
     declared = set(re.findall(r"\b(hip\w+)", out.stdout))
     assert not sorted(set(DRIVER.values()) - declared)
+    assert not sorted(set(RUNTIME.values()) - declared)
