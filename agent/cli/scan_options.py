@@ -54,7 +54,13 @@ OPTIONS: tuple[ScanOption, ...] = (
     ),
     ScanOption("fmt", ("--format", "-f"), "table, json or sarif.", "value", "table", choices=FORMATS),
     ScanOption("output", ("--output", "-o"), "Write the report here, not stdout.", "value", is_path=True),
-    ScanOption("jobs", ("--jobs", "-j"), "Worker processes (default: CPUs).", "value", minimum=1),
+    ScanOption(
+        "jobs",
+        ("--jobs", "-j"),
+        "Worker processes (default: one for a tree under 1,500 files, else CPUs).",
+        "value",
+        minimum=1,
+    ),
     ScanOption(
         "include_vendored",
         ("--include-vendored",),

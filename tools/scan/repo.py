@@ -22,6 +22,7 @@ from tools.scan.cache import PackedResult, ResultCache, pack, seed_key, unpack
 from tools.scan.catalog import IDENTIFIER_RE
 from tools.scan.discover import discover
 from tools.scan.findings import dedupe_signatures
+from tools.scan.fork import FORK_MIN_FILES, can_fork, scan_forked
 from tools.scan.hipify import hipify_translates
 from tools.scan.python_reach import unreachable
 from tools.scan.python_rules import vendor_module
@@ -30,8 +31,8 @@ from tools.scan.scanner import FileResult, scan_path
 
 _HEADER_KINDS = ("cuda_header", "cub", "cuda_std")
 PARALLEL_MIN_FILES = 1500
-"""Below this, forking workers and shipping results back costs more CPU (and, on a busy machine,
-more wall time) than the scan itself: vLLM's csrc (371 files) scans in ~0.3 s CPU in one process."""
+"""Below this, a process pool (its start-up, pickling) costs more than it saves: a smaller tree is
+scanned in this process, or, with `jobs` given, shared with bare forked copies (tools/scan/fork.py)."""
 _CHUNK = 64
 
 
@@ -71,7 +72,7 @@ def _scan_chunk_packed(root: str, rels: list[str], hipify: bool) -> list[PackedR
 
 
 def _scan_all(
-    root: Path, rels: list[str], hipify: bool, jobs: int, cache: ResultCache | None
+    root: Path, rels: list[str], hipify: bool, jobs: int | None, cache: ResultCache | None
 ) -> list[FileResult]:
     if cache is None:
         return _scan_fresh(root, rels, hipify, jobs)
@@ -83,8 +84,16 @@ def _scan_all(
     return [r for r in stored.values() if r is not None]
 
 
-def _scan_fresh(root: Path, rels: list[str], hipify: bool, jobs: int) -> list[FileResult]:
-    if jobs <= 1 or len(rels) < PARALLEL_MIN_FILES:
+def _scan_fresh(root: Path, rels: list[str], hipify: bool, jobs: int | None) -> list[FileResult]:
+    if len(rels) < PARALLEL_MIN_FILES:
+        # Forked copies only when asked for (-j N): where the other cores are busy, as on a shared
+        # machine, they cost CPU (each warms its own memos) and gain no wall time.
+        copies = min(jobs or 1, len(rels) // FORK_MIN_FILES)
+        if copies > 1 and can_fork():
+            return scan_forked(str(root), rels, copies, lambda share: _scan_chunk(str(root), share, hipify))
+        return _scan_chunk(str(root), rels, hipify)
+    workers = jobs if jobs is not None else min(len(os.sched_getaffinity(0)), 8)
+    if workers <= 1:
         return _scan_chunk(str(root), rels, hipify)
     chunks = [rels[i : i + _CHUNK] for i in range(0, len(rels), _CHUNK)]
     # Imported only when workers are forked: most trees scan in one process, and these imports
@@ -92,7 +101,7 @@ def _scan_fresh(root: Path, rels: list[str], hipify: bool, jobs: int) -> list[Fi
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
 
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("fork")) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
         parts = pool.map(_scan_chunk_packed, [str(root)] * len(chunks), chunks, [hipify] * len(chunks))
         return [unpack(packed) for part in parts for packed in part]
 
@@ -207,7 +216,6 @@ def scan_tree(
     else:
         root = target
         rels, problems = discover(root, include_vendored=include_vendored, exclude=exclude)
-    jobs = jobs if jobs is not None else min(len(os.sched_getaffinity(0)), 8)
     cache = ResultCache(cache_dir, root, hipify) if cache_dir is not None else None
     results = {r.path: r for r in _scan_all(root, rels, hipify, jobs, cache)}
     before_rescan = _rescan_with_header_macros(root, results, hipify, cache)
