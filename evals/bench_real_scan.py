@@ -14,8 +14,11 @@ verdict tp/fp, why); `true_positives` are real ROCm blockers found by reading th
 independently of the scanner (grep for the constructs, then the code around each).
 
 Times: grep is a process; the scan is timed in-process after a warm-up scan (its `#if` memo warm),
-then as a whole `rocport scan --no-cache` process (interpreter start-up, imports, a cold memo), and
-that process again on an empty directory (what is left is start-up and imports).
+in one process (the default for a tree this size) and with -j 2, then as a whole `rocport scan
+--no-cache` process (interpreter start-up, imports, a cold memo; Python's bytecode cache in place,
+as an installed rocport has it), again with -j 2, and on an empty directory (what is left is
+start-up and imports). With -j 2 the tree is shared with a forked copy: CPU counts the copy's, and
+wall time depends on a free core.
 
     python3 -m evals.bench_real_scan [--repeat 3] [--sglang PATH | --no-sglang] [--python] [--cache DIR]
 """
@@ -31,10 +34,11 @@ import tempfile
 import urllib.parse
 import urllib.request
 from collections import Counter
+from functools import partial
 from pathlib import Path
 
 from agent.profiles import load_profile
-from evals.bench_scan import best_of, run_cli, run_grep
+from evals.bench_scan import best_of, bytecode_cached_env, run_cli, run_grep
 from tools.records import Failure
 from tools.scan import scan_report
 
@@ -152,22 +156,19 @@ def evaluate(name: str, root: Path, profile_name: str, labels_path: Path, repeat
     scan_report(root, profile=profile)  # and import what the scan imports (pydantic)
     grep_s, grep_lines, grep_cpu = best_of(repeat, lambda: run_grep(root))
     scan_s, report, scan_cpu = best_of(repeat, lambda: scan_report(root, profile=profile))
+    two_s, _, two_cpu = best_of(repeat, lambda: scan_report(root, profile=profile, jobs=2))
     with tempfile.TemporaryDirectory() as cache:  # what `rocport scan` does by default
         scan_report(root, profile=profile, cache_dir=Path(cache))
         warm_s, _, warm_cpu = best_of(
             repeat, lambda: scan_report(root, profile=profile, cache_dir=Path(cache))
         )
-        # The whole command as a user runs it: a new interpreter, imports, a cold #if memo, no
-        # result cache; against grep's own process (run_grep above is one too).
-        out = Path(cache) / "scan.json"
-        cli_s, _, cli_cpu = best_of(
-            repeat, lambda: run_cli(root, out, None, "--profile", profile_name, "--no-cache")
-        )
-        empty = Path(cache) / "empty"  # the same command with nothing to scan: start-up and imports
-        empty.mkdir()
-        start_s, _, start_cpu = best_of(
-            repeat, lambda: run_cli(empty, out, None, "--profile", profile_name, "--no-cache")
-        )
+        processes = _time_processes(root, profile_name, Path(cache), repeat)
+    timings = [
+        ("fresh, in-process (after a warm-up scan)", scan_s, scan_cpu),
+        ("  the same with -j 2 (with a forked copy)", two_s, two_cpu),
+        ("cached (files unchanged), in-process", warm_s, warm_cpu),
+        *processes,
+    ]
     print(f"== {name}: {root}")
     print(f"ROCm source list: {report.build}")
     print(f"compiled for ROCm: {len(report.findings)} finding(s)")
@@ -181,17 +182,37 @@ def evaluate(name: str, root: Path, profile_name: str, labels_path: Path, repeat
     precision, recall = score(report.findings + report.outside_build, labels)
     print(f"labels {labels_path.relative_to(LABELS.parent.parent)}: precision {precision}; recall {recall}")
     print(f"grep -rE: wall {grep_s:.3f} s, cpu {grep_cpu:.3f} s ({grep_lines} lines); best of {repeat}")
-    for what, wall, cpu in (
-        ("fresh, in-process (after a warm-up scan)", scan_s, scan_cpu),
-        ("cached (files unchanged), in-process", warm_s, warm_cpu),
-        ("fresh, `rocport scan --no-cache` process", cli_s, cli_cpu),
-        ("  of which the same process on an empty directory", start_s, start_cpu),
-    ):
+    for what, wall, cpu in timings:
         print(
             f"scan {what}: wall {wall:.3f} s = {wall / grep_s:.2f}x grep, "
             f"cpu {cpu:.3f} s = {cpu / max(grep_cpu, 1e-3):.2f}x grep"
         )
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+
+
+def _time_processes(root: Path, profile_name: str, tmp: Path, repeat: int) -> list[tuple[str, float, float]]:
+    """The whole command as a user runs it: a new interpreter, imports, a cold #if memo, no result
+    cache; against grep's own process. CPU counts the scan's forked copies. Python's bytecode cache
+    is kept in `tmp` and filled by one untimed run first (an installed rocport has one)."""
+    out, empty = tmp / "scan.json", tmp / "empty"  # empty: the same command with nothing to scan
+    empty.mkdir()
+    env = bytecode_cached_env(tmp / "pycache")
+    args = ("--profile", profile_name, "--no-cache")
+    run_cli(root, out, None, *args, env=env)
+    rows: list[tuple[str, int | None, Path, dict[str, str] | None]] = [
+        ("fresh, `rocport scan --no-cache` process", None, root, env),
+        ("  the same with -j 2 (with a forked copy)", 2, root, env),
+        ("  the same on an empty directory (start-up, imports)", None, empty, env),
+    ]
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        rows.append(
+            ("  the same with PYTHONDONTWRITEBYTECODE set, as here (no bytecode cache)", None, root, None)
+        )
+    timed = []
+    for what, jobs, tree, environment in rows:
+        wall, _, cpu = best_of(repeat, partial(run_cli, tree, out, jobs, *args, env=environment))
+        timed.append((what, wall, cpu))
+    return timed
 
 
 def evaluate_python(name: str, root: Path, profile: str, labels_path: Path) -> None:

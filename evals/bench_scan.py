@@ -77,11 +77,20 @@ def run_cli_startup() -> int:
     return subprocess.run([*_cli(), "--version"], check=True, stdout=subprocess.DEVNULL).returncode
 
 
-def run_cli(root: Path, out: Path, jobs: int | None, *extra: str) -> int:
-    """A fresh `rocport scan` process writing JSON to `out`; `extra`: more options (--profile)."""
+def bytecode_cached_env(prefix: Path) -> dict[str, str]:
+    """This environment, with Python's bytecode cache kept under `prefix` (and written there even
+    where PYTHONDONTWRITEBYTECODE is set): an installed rocport starts from compiled modules; without
+    the cache every process compiles each of rocport's own modules again (~40 ms of CPU)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return {**env, "PYTHONPYCACHEPREFIX": str(prefix)}
+
+
+def run_cli(root: Path, out: Path, jobs: int | None, *extra: str, env: dict[str, str] | None = None) -> int:
+    """A fresh `rocport scan` process writing JSON to `out`; `extra`: more options (--profile);
+    `env`: the process's environment (default: this one)."""
     cmd = [*_cli(), "scan", str(root), "--format", "json", "--output", str(out), *extra]
     cmd += ["--jobs", str(jobs)] if jobs else []
-    proc = subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     if proc.returncode not in (0, 1):  # 1: findings remain (like ruff)
         raise subprocess.CalledProcessError(proc.returncode, cmd)
     return out.stat().st_size
