@@ -25,12 +25,24 @@ HIP_HEADERS: dict[str, list[str]] = {
     # declarations clang needs (`Can't find declaration for hipLaunchKernel`); the runtime has all of it
     "vector_types.h": ["hip/hip_runtime.h"],
     "vector_functions.h": ["hip/hip_runtime.h"],
+    "cuda_profiler_api.h": ["hip/hip_runtime_api.h"],
+    "cuda_texture_types.h": ["hip/hip_texture_types.h"],
+    "texture_types.h": ["hip/texture_types.h"],
+    "surface_types.h": ["hip/surface_types.h"],
+    "driver_types.h": ["hip/driver_types.h"],
+    "device_functions.h": ["hip/hip_runtime.h"],
 }
 # Headers with no 1:1 HIP header: the code using them needs a human (or the LLM).
 NO_EQUIVALENT = {
     "cudaTypedefs.h": "cudaTypedefs.h declares driver-API entry-point typedefs with no HIP counterpart",
     "mma.h": "mma.h is the tensor-core WMMA API; ROCm needs rocWMMA or an MFMA rewrite",
     "cuda_pipeline.h": "cuda_pipeline.h (cp.async pipelines) has no HIP equivalent",
+    "cuda_gl_interop.h": (
+        "cuda_gl_interop.h (OpenGL interop) is not mapped: HIP's hip_gl_interop.h covers only buffer "
+        "registration and needs a GL context on ROCm; port the interop code by hand"
+    ),
+    "cuda_occupancy.h": "cuda_occupancy.h (the header-only occupancy calculator) has no HIP counterpart; "
+    "use hipOccupancyMaxActiveBlocksPerMultiprocessor at run time",
 }
 ROCM_PREFIXES = (
     *("hip/", "hipcub/", "rocprim/", "hiprand/", "rocrand/", "hipblas", "rocblas", "hip_"),

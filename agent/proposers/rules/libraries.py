@@ -32,6 +32,12 @@ LIBRARIES: dict[str, tuple[str, list[tuple[str, str]], str]] = {
         "hipsparse",
     ),
     "cufft.h": ("hipfft/hipfft.h", [("cufft", "hipfft"), ("CUFFT_", "HIPFFT_")], "hipfft"),
+    "cuComplex.h": (
+        "hip/hip_complex.h",
+        [("cuC", "hipC"), ("cuFloatComplex", "hipFloatComplex"), ("cuDoubleComplex", "hipDoubleComplex")]
+        + [("cuComplex", "hipComplex"), ("make_cu", "make_hip")],
+        "hip-dev",
+    ),
     "nvrtc.h": ("hip/hiprtc.h", [("nvrtc", "hiprtc"), ("NVRTC_", "HIPRTC_")], "hip-dev"),
     "nvToolsExt.h": ("roctracer/roctx.h", [("nvtx", "roctx")], "roctracer"),
     "nvtx3/nvToolsExt.h": ("roctracer/roctx.h", [("nvtx", "roctx")], "roctracer"),
@@ -55,7 +61,7 @@ PACKAGES = {
 def library_names(text: str, prefixes: list[tuple[str, str]]) -> set[str]:
     """Names with one of the library's CUDA prefixes on lines both toolchains compile, minus macros the
     text defines itself."""
-    pattern = re.compile(r"\b(?:" + "|".join(re.escape(c) for c, _ in prefixes) + r")\w+")
+    pattern = re.compile(r"\b(?:" + "|".join(re.escape(c) for c, _ in prefixes) + r")\w*")
     own = set(re.findall(r"^\s*#\s*define\s+(\w+)", text, re.MULTILINE))
     lines = text.splitlines()
     out: set[str] = set()

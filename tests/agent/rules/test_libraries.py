@@ -4,6 +4,8 @@ declined as environment, naming the package."""
 
 from __future__ import annotations
 
+import subprocess
+
 from agent.proposers.rules import Workspace, propose_for
 from tests.agent.rules.helpers import declines, failure, image_toolchains, propose, validate
 
@@ -64,3 +66,45 @@ def test_cublas_maps_by_prefix_and_a_missing_hipblas_names_its_package(git_repo)
     assert '#include "cublasLt.h"' not in prop.diff.split("+#else", 1)[0]  # the repo's own header stays
     (why,) = declines(root, failure("cuda_header", "gemm.cu", "hipblas/hipblas.h"))
     assert "install the ROCm package hipblas" in why
+
+
+COMPLEX = """\
+#include <cuComplex.h>
+#include <cuda_profiler_api.h>
+
+__global__ void rotate(cuFloatComplex* z, cuDoubleComplex* wide, float turn) {
+  const cuFloatComplex w = make_cuFloatComplex(cosf(turn), sinf(turn));
+  z[threadIdx.x] = cuCmulf(z[threadIdx.x], cuConjf(w));
+  wide[threadIdx.x] = cuComplexFloatToDouble(z[threadIdx.x]);
+}
+
+void profile(cuFloatComplex* z, cuDoubleComplex* wide) {
+  cudaProfilerStart();
+  rotate<<<1, 64>>>(z, wide, 0.25f);
+  cudaProfilerStop();
+}
+"""
+
+
+def test_cucomplex_maps_name_by_name_and_compiles_with_the_profiler_header(git_repo, rocm_image, nvcc):
+    root = git_repo({"rot.cu": COMPLEX})
+    fail = failure("cuda_header", "rot.cu", "cuComplex.h", "fatal error: 'cuComplex.h' file not found")
+    prop = propose(root, fail)
+    for cuda, hip in (
+        ("cuCmulf", "hipCmulf"),
+        ("cuComplexFloatToDouble", "hipComplexFloatToDouble"),  # the longer prefix wins over cuC
+        ("make_cuFloatComplex", "make_hipFloatComplex"),
+        ("cuFloatComplex", "hipFloatComplex"),
+    ):
+        assert f"+#define {cuda} {hip}\n" in prop.diff
+    assert "+#include <hip/hip_runtime_api.h>\n" in prop.diff  # the profiler header, in the same block
+    subprocess.run(["git", "apply", "-"], input=prop.diff, text=True, cwd=root, check=True)
+    subprocess.run(["git", "commit", "-qam", "headers"], cwd=root, check=True)
+    runtime = failure(
+        "cuda_api", "rot.cu", "cudaProfilerStart", "use of undeclared identifier 'cudaProfilerStart'"
+    )
+    prop2 = propose(root, runtime)
+    assert "+#define cudaProfilerStop hipProfilerStop\n" in prop2.diff
+    outcome = validate(root, image_toolchains(root, rocm_image, "gfx942"), prop2, runtime)
+    assert outcome.kept, outcome.reason
+    assert all(c.ok for c in outcome.checks), [c.detail for c in outcome.checks]
