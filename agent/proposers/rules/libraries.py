@@ -34,8 +34,13 @@ LIBRARIES: dict[str, tuple[str, list[tuple[str, str]], str]] = {
     "cufft.h": ("hipfft/hipfft.h", [("cufft", "hipfft"), ("CUFFT_", "HIPFFT_")], "hipfft"),
     "cuComplex.h": (
         "hip/hip_complex.h",
-        [("cuC", "hipC"), ("cuFloatComplex", "hipFloatComplex"), ("cuDoubleComplex", "hipDoubleComplex")]
-        + [("cuComplex", "hipComplex"), ("make_cu", "make_hip")],
+        [
+            ("cuC", "hipC"),
+            ("cuFloatComplex", "hipFloatComplex"),
+            ("cuDoubleComplex", "hipDoubleComplex"),
+            ("cuComplex", "hipComplex"),
+            ("make_cu", "make_hip"),
+        ],
         "hip-dev",
     ),
     "nvrtc.h": ("hip/hiprtc.h", [("nvrtc", "hiprtc"), ("NVRTC_", "HIPRTC_")], "hip-dev"),
