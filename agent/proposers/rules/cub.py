@@ -7,7 +7,7 @@ import re
 from agent.proposers.rules.base import Decline, Workspace, register
 from agent.proposers.rules.cpp import include_of
 from agent.proposers.rules.headers import guard_include_block
-from agent.proposers.rules.libcudacxx import ATOMIC_HEADERS, shim_proposal
+from agent.proposers.rules.libcudacxx import SHIMS, shim_proposal
 from tools.records import Failure, Proposal
 
 CUB_ROCM = ["#include <hipcub/hipcub.hpp>", "namespace cub = hipcub;"]
@@ -115,7 +115,7 @@ class CudaStdFixer:
         header = (failure.symbol or "").strip()
         if not header.startswith("cuda/"):
             return None
-        if header in ATOMIC_HEADERS:
+        if header in SHIMS:
             return shim_proposal(failure, ws, header, "libcudacxx_atomic")
         if header not in STD_HEADERS:
             leaf = header.rsplit("/", 1)[-1]

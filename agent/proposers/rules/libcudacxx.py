@@ -1,4 +1,5 @@
-"""libcu++ atomics on ROCm: `cuda/atomic` and `cuda/std/atomic` get a shim on clang's `__hip_atomic_*`.
+"""libcu++ on ROCm: `cuda/atomic` and `cuda/std/atomic` get a shim on clang's `__hip_atomic_*`;
+`cuda/functional` (cuda::maximum/minimum) and `cuda/cmath` (cuda::ceil_div) get small shims too.
 
 ROCm 6.4 ships no libhipcxx, so `cuda::atomic<T, cuda::thread_scope_device>` has no header. The clang
 builtins take the same memory orders and a scope, so a small class template in the repo's compat header
@@ -21,7 +22,6 @@ from agent.proposers.rules.guard import guard_includes
 from agent.proposers.rules.headers import block_replacements, target_file, unguarded
 from tools.records import Failure, Proposal
 
-ATOMIC_HEADERS = ("cuda/atomic", "cuda/std/atomic")
 MARK = "// libcu++ atomics on ROCm"
 _OPS = """\
   __host__ __device__ T load(memory_order o = memory_order_seq_cst) const { return __hip_atomic_load(p(), o, S); }
@@ -154,9 +154,69 @@ using cuda::atomic_thread_fence;
 """
 
 
-def includers(ws: Workspace, failure: Failure) -> list[str]:
-    """Every file of the failing unit's include closure that includes a libcu++ atomic header where both
-    toolchains compile it (a unit often reaches them through several of its own headers)."""
+FUNCTIONAL_MARK = "// libcu++ cuda::maximum/cuda::minimum on ROCm"
+FUNCTIONAL = f"""\
+{FUNCTIONAL_MARK} (cuda/functional): CCCL's replacements for cub::Max/cub::Min,
+// which ROCm 6.4 has no header for; the same comparisons, ties keep the first operand.
+#ifdef USE_ROCM
+#include <hip/hip_runtime.h>
+namespace cuda {{
+template <typename T = void>
+struct maximum {{
+  __host__ __device__ constexpr T operator()(const T& a, const T& b) const {{ return a < b ? b : a; }}
+}};
+template <>
+struct maximum<void> {{
+  template <typename T, typename U>
+  __host__ __device__ constexpr auto operator()(const T& a, const U& b) const {{ return a < b ? b : a; }}
+}};
+template <typename T = void>
+struct minimum {{
+  __host__ __device__ constexpr T operator()(const T& a, const T& b) const {{ return b < a ? b : a; }}
+}};
+template <>
+struct minimum<void> {{
+  template <typename T, typename U>
+  __host__ __device__ constexpr auto operator()(const T& a, const U& b) const {{ return b < a ? b : a; }}
+}};
+}}  // namespace cuda
+#endif
+"""
+CMATH_MARK = "// libcu++ cuda::ceil_div on ROCm"
+CMATH = f"""\
+{CMATH_MARK} (cuda/cmath): integer division rounding up, and rounding to a
+// multiple, without the overflow of (a + b - 1) / b; ROCm 6.4 has no libcu++ header for them.
+#ifdef USE_ROCM
+#include <hip/hip_runtime.h>
+namespace cuda {{
+template <typename T, typename U>
+__host__ __device__ constexpr auto ceil_div(T a, U b) -> decltype(a / b) {{
+  return a / b + (a % b != 0);
+}}
+template <typename T, typename U>
+__host__ __device__ constexpr auto round_up(T a, U b) -> decltype(a / b) {{
+  return ceil_div(a, b) * b;
+}}
+template <typename T, typename U>
+__host__ __device__ constexpr auto round_down(T a, U b) -> decltype(a / b) {{
+  return a / b * b;
+}}
+}}  // namespace cuda
+#endif
+"""
+# libcu++ header -> (the shim's mark in the compat header, the shim)
+SHIMS = {
+    "cuda/atomic": (MARK, SHIM),
+    "cuda/std/atomic": (MARK, SHIM),
+    "cuda/functional": (FUNCTIONAL_MARK, FUNCTIONAL),
+    "cuda/cmath": (CMATH_MARK, CMATH),
+}
+
+
+def includers(ws: Workspace, failure: Failure) -> dict[str, list[str]]:
+    """Every file of the failing unit's include closure that includes a shimmed libcu++ header where both
+    toolchains compile it (a unit often reaches them through several of its own headers), with those
+    headers."""
     from agent.patch.units import include_graph
 
     graph = include_graph(ws.root)
@@ -167,38 +227,42 @@ def includers(ws: Workspace, failure: Failure) -> list[str]:
         if cur not in seen:
             seen.add(cur)
             todo += sorted(graph.get(cur, ()))
-    return sorted(rel for rel in seen if any(unguarded(ws.read(rel) or "", h) for h in ATOMIC_HEADERS))
+    found = {rel: [h for h in SHIMS if unguarded(ws.read(rel) or "", h)] for rel in sorted(seen)}
+    return {rel: hs for rel, hs in found.items() if hs}
 
 
 def shim_proposal(failure: Failure, ws: Workspace, header: str, family: str) -> Proposal | None:
-    """Each file that includes a libcu++ atomic header includes the compat header instead on ROCm, and the
-    compat header (the repo's own, else a new one) gets the shim once."""
+    """Each file that includes a shimmed libcu++ header includes the compat header instead on ROCm, and the
+    compat header (the repo's own, else a new one) gets each shim those files need, once."""
     files = includers(ws, failure)
     if not files:
         return None
-    compat = find_compat(ws, files[0]) or compat_location(ws, files[0])
+    first = next(iter(files))
+    compat = find_compat(ws, first) or compat_location(ws, first)
     old = ws.read(compat)
+    needed = {SHIMS[h] for hs in files.values() for h in hs}
+    blocks = "\n".join(text for mark, text in sorted(needed) if mark not in (old or ""))
     edits: dict[str, tuple[str | None, str]] = {}
-    if old is None:
-        edits[compat] = (None, NEW_HEADER.format(body=SHIM))
-    elif MARK not in old:
-        edits[compat] = (old, insert_block(old, SHIM))
+    if blocks:
+        edits[compat] = (
+            old,
+            insert_block(old, blocks) if old is not None else NEW_HEADER.format(body=blocks),
+        )
     for rel in files:
         text = ws.read(rel) or ""
         mine = [f'#include "{include_spelling(compat, rel)}"']
-        edits[rel] = (
-            text,
-            guard_includes(text, {**block_replacements(text), **dict.fromkeys(ATOMIC_HEADERS, mine)}),
-        )
+        edits[rel] = (text, guard_includes(text, {**block_replacements(text), **dict.fromkeys(SHIMS, mine)}))
+    headers = sorted({h for hs in files.values() for h in hs})
     return make_proposal(
         failure,
         family,
         edits,
         (
-            f"{', '.join(files)}: {' and '.join(ATOMIC_HEADERS)} (libcu++) have no ROCm 6.4 header (no "
-            f"libhipcxx); on ROCm they include {compat}, whose shim implements cuda::atomic/atomic_ref on "
+            f"{', '.join(files)}: {', '.join(headers)} (libcu++) have no ROCm 6.4 header (no libhipcxx); on "
+            f"ROCm they include {compat}, whose shims implement what they use: cuda::atomic/atomic_ref on "
             f"clang's __hip_atomic_* builtins with the same memory orders and scopes (device -> agent, "
-            f"system -> system, block -> workgroup); the CUDA branch keeps the libcu++ includes."
+            f"system -> system, block -> workgroup), cuda::maximum/minimum, cuda::ceil_div; the CUDA branch "
+            f"keeps the libcu++ includes."
         ),
         ws=ws,
     )

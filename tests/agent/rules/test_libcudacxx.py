@@ -96,3 +96,29 @@ def test_other_libcudacxx_facilities_are_declined_with_the_reason(git_repo):
     root = git_repo({"csrc/unit.cu": "#include <cuda/barrier>\n__global__ void k() {}\n"})
     (why,) = declines(root, _fail("cuda/barrier", "csrc/unit.cu"))
     assert "needs libhipcxx, which ROCm 6.4 does not ship" in why
+
+
+TILES = """\
+#include <cuda/cmath>
+#include <cuda/functional>
+
+__global__ void tiles(const int* x, int* best, int n, unsigned tile) {
+  const unsigned tiles = cuda::ceil_div(static_cast<unsigned>(n), tile);
+  int m = x[0];
+  for (unsigned t = 1; t < tiles; ++t) m = cuda::maximum<>{}(m, x[t * tile]);
+  best[0] = cuda::minimum<int>{}(m, static_cast<int>(cuda::round_up(tiles, 4u)));
+}
+"""
+
+
+def test_cccl_maximum_minimum_and_ceil_div_get_their_shims(git_repo, rocm_image, nvcc):
+    """CCCL's replacements for cub::Max/Min and its ceil_div: ROCm 6.4 has neither header."""
+    root = git_repo({"csrc/unit.cu": TILES})
+    fail = failure("cuda_std", "csrc/unit.cu", "cuda/cmath", "fatal error: 'cuda/cmath' file not found")
+    prop = propose(root, fail)
+    assert "struct maximum<void>" in prop.diff and "ceil_div(T a, U b)" in prop.diff
+    assert "class atomic_ref" not in prop.diff  # only the shims the unit needs
+    outcome = validate(root, image_toolchains(root, rocm_image, "gfx942"), prop, fail)
+    assert outcome.kept, outcome.reason
+    assert all(c.ok for c in outcome.checks), [c.detail for c in outcome.checks]
+    assert not propose_for(fail, Workspace(root=root)).proposals
