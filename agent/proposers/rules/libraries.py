@@ -47,6 +47,9 @@ LIBRARIES: dict[str, tuple[str, list[tuple[str, str]], str]] = {
     "nvToolsExt.h": ("roctracer/roctx.h", [("nvtx", "roctx")], "roctracer"),
     "nvtx3/nvToolsExt.h": ("roctracer/roctx.h", [("nvtx", "roctx")], "roctracer"),
 }
+# Names whose ROCm spelling is not the prefix swap (roctx ends ranges with Stop and spells the id type
+# in snake case).
+RENAMED = {"nvtxRangeEnd": "roctxRangeStop", "nvtxRangeId_t": "roctx_range_id_t"}
 # ROCm header folder -> the package that installs it (for the "install it" decline).
 PACKAGES = {
     "hiprand/": "hiprand",
@@ -83,7 +86,8 @@ def library_lines(header: str, text: str) -> list[str]:
     # longest prefix first: cublasLt names belong to hipblasLt, not to hipblas
     ordered = sorted(prefixes, key=lambda p: -len(p[0]))
     aliases = [
-        f"#define {n} {next(h + n[len(c) :] for c, h in ordered if n.startswith(c))}" for n in sorted(names)
+        f"#define {n} {RENAMED.get(n) or next(h + n[len(c) :] for c, h in ordered if n.startswith(c))}"
+        for n in sorted(names)
     ]
     return [f"#include <{hip}>", *aliases]
 

@@ -108,3 +108,19 @@ def test_cucomplex_maps_name_by_name_and_compiles_with_the_profiler_header(git_r
     outcome = validate(root, image_toolchains(root, rocm_image, "gfx942"), prop2, runtime)
     assert outcome.kept, outcome.reason
     assert all(c.ok for c in outcome.checks), [c.detail for c in outcome.checks]
+
+
+def test_nvtx_ranges_map_to_roctx_including_the_names_that_are_not_a_prefix_swap(git_repo):
+    src = (
+        '#include <nvtx3/nvToolsExt.h>\n\nvoid step() {\n  nvtxRangeId_t r = nvtxRangeStartA("load");\n'
+        '  nvtxRangeEnd(r);\n  nvtxRangePushA("compute");\n  nvtxRangePop();\n}\n'
+    )
+    root = git_repo({"step.cpp": src})
+    prop = propose(root, failure("cuda_header", "step.cpp", "nvtx3/nvToolsExt.h"))
+    for line in (
+        "#include <roctracer/roctx.h>",
+        "#define nvtxRangeEnd roctxRangeStop",
+        "#define nvtxRangeId_t roctx_range_id_t",
+        "#define nvtxRangePushA roctxRangePushA",
+    ):
+        assert f"+{line}\n" in prop.diff
