@@ -75,8 +75,9 @@ def block_replacements(
     out["math_constants.h"] = math_constant_lines(
         constants if constants is not None else set(CUDART_NAME.findall(text))
     )
-    driver = driver if driver is not None else driver_names(text)
-    if unmapped_reason(driver) is None:
+    if driver is None and "cuda.h" in text:  # the scan walks the platforms: only where it may be needed
+        driver = driver_names(text)
+    if driver is not None and unmapped_reason(driver) is None:
         out["cuda.h"] = driver_lines(driver)
     for line in text.splitlines():
         header = include_of(line) or ""
