@@ -27,6 +27,7 @@ from agent.proposers.rules import coop_groups  # noqa: F401
 from agent.proposers.rules import rounding  # noqa: F401
 from agent.proposers.rules import cudacc  # noqa: F401
 from agent.proposers.rules import vector_ops  # noqa: F401
+from agent.proposers.rules import hip_clash  # noqa: F401
 from agent.proposers.rules import clang_dialect  # noqa: F401
 from agent.proposers.rules import device_builtins  # noqa: F401
 from agent.proposers.rules import warp_reduce  # noqa: F401

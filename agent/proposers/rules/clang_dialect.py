@@ -34,7 +34,7 @@ SINCOS = {
 }
 
 
-def _definition_end(lines: list[str], first: int) -> int | None:
+def definition_end(lines: list[str], first: int) -> int | None:
     """Index of the line closing the function whose declaration starts at `first` (None: no body)."""
     depth, opened = 0, False
     for i in range(first, len(lines)):
@@ -54,11 +54,11 @@ def constexpr_span(lines: list[str], index: int) -> tuple[int, int] | None:
         lines[max(0, index - 3) : index]
     ):
         return None
-    last = _definition_end(lines, index)
+    last = definition_end(lines, index)
     if last is None:
         return None
     while last + 1 < len(lines) and "constexpr" in lines[last + 1]:
-        end = _definition_end(lines, last + 1)
+        end = definition_end(lines, last + 1)
         if end is None:
             break
         last = end
