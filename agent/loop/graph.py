@@ -1,11 +1,16 @@
 """The port loop as a LangGraph StateGraph.
 
 ```
-checkout -> scan -> preflight -> build -> diagnose --failures--> propose -> apply_check --unmasked--> propose
-                                  \\--green--> load_check --failures--> propose     \\--wave done--> build | load_check
-                                                   \\--ok--> serve --failures--> propose
-                                                               \\--ok--> bench -> report
+checkout -> scan -> preflight -> first_wave --failures--> propose
+                                     \\--none--> build -> diagnose --failures--> propose
+propose -> apply_check --unmasked--> propose
+                \\--wave done--> build | load_check
+diagnose --green--> load_check --failures--> propose
+                        \\--ok--> serve --failures--> propose
+                                    \\--ok--> bench -> report
 ```
+first_wave compiles alone the units the scan flags, so their errors start the first wave before any full
+build (agent.loop.nodes.first_wave); the naive baseline goes straight to the build.
 A run on another run's build (`start_port(job, built=...)`: its clone given, the build passed) enters at
 load_check: no checkout, no rebuild.
 `--until unit`: preflight -> units (hipcc on every unit of the ROCm build, one at a time) -> report.
@@ -25,6 +30,7 @@ from agent.loop.nodes.budget import budget_stop
 from agent.loop.nodes.build import build, diagnose
 from agent.loop.nodes.checkout import checkout
 from agent.loop.nodes.env import RunEnv
+from agent.loop.nodes.first_wave import before_first_build, first_wave
 from agent.loop.nodes.load_check import load_check
 from agent.loop.nodes.preflight import preflight
 from agent.loop.nodes.propose import propose
@@ -40,6 +46,7 @@ NODES: dict[str, Callable[[PortState, RunEnv], dict]] = {
     "scan": scan,
     "preflight": preflight,
     "units": compile_units,
+    "first_wave": first_wave,
     "build": build,
     "diagnose": diagnose,
     "propose": propose,
@@ -102,10 +109,18 @@ def after_diagnosis(state: PortState) -> Literal["propose", "load_check", "serve
     return nxt  # type: ignore[return-value]
 
 
-def after_propose(state: PortState) -> Literal["apply_check", "report"]:
-    if state.stop_reason or not state.proposals:
+def after_propose(state: PortState) -> Literal["apply_check", "build", "report"]:
+    """Proposals are checked; nothing to propose ends the run, except before the first full build, which
+    then runs and reports every failing unit, not only those the scan flagged."""
+    if state.stop_reason:
         return "report"
+    if not state.proposals:
+        return "build" if before_first_build(state) else "report"
     return "apply_check"
+
+
+def after_first_wave(state: PortState) -> Literal["propose", "build"]:
+    return "propose" if state.failures else "build"
 
 
 def after_apply(state: PortState) -> Literal["propose", "build", "load_check", "serve", "report"]:
@@ -157,6 +172,7 @@ STAGES = ("scan", "unit", "build", "load", "serve", "bench")
 _NODE_STAGE = {
     "preflight": "unit",
     "units": "unit",
+    "first_wave": "build",
     "build": "build",
     "load_check": "load",
     "serve": "serve",
@@ -181,12 +197,12 @@ def until(env: RunEnv, router: Callable[[PortState], str]) -> Callable[[PortStat
 
 def make_after_preflight(env: RunEnv) -> Callable[[PortState], str]:
     """An image that lacks what the build needs stops here (stop_reason says what and where to get it);
-    `--until unit` goes to the unit compiles instead of the build."""
+    `--until unit` goes to the unit compiles of the whole ROCm build instead."""
 
-    def after_preflight(state: PortState) -> Literal["units", "build", "report"]:
+    def after_preflight(state: PortState) -> Literal["units", "first_wave", "report"]:
         if state.stop_reason:
             return "report"
-        return "units" if env.job.until == "unit" else "build"
+        return "units" if env.job.until == "unit" else "first_wave"
 
     return after_preflight
 
@@ -200,12 +216,13 @@ def build_graph(env: RunEnv, checkpointer: Any = None):
     graph.add_edge("checkout", "scan")
     graph.add_conditional_edges("scan", until(env, lambda state: "preflight"), ["preflight", "report"])
     graph.add_conditional_edges(
-        "preflight", until(env, make_after_preflight(env)), ["units", "build", "report"]
+        "preflight", until(env, make_after_preflight(env)), ["units", "first_wave", "report"]
     )
+    graph.add_conditional_edges("first_wave", until(env, after_first_wave), ["propose", "build", "report"])
     graph.add_edge("units", "report")
     graph.add_edge("build", "diagnose")
     graph.add_conditional_edges("diagnose", until(env, after_diagnosis), ["propose", "load_check", "report"])
-    graph.add_conditional_edges("propose", after_propose, ["apply_check", "report"])
+    graph.add_conditional_edges("propose", until(env, after_propose), ["apply_check", "build", "report"])
     graph.add_conditional_edges(
         "apply_check",
         until(env, make_after_apply(env)),

@@ -19,6 +19,7 @@ NODE_PHASE = {
     "scan": "scan",
     "preflight": "preflight",
     "units": "unit compile",
+    "first_wave": "unit compile",
     "build": "build",
     "diagnose": "diagnose",
     "propose": "propose",

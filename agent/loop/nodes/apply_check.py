@@ -16,6 +16,7 @@ from agent.loop.journal import Entry, WaveJournal, wave_key
 from agent.loop.nodes.budget import budget_stop
 from agent.loop.nodes.checks import addressed, check
 from agent.loop.nodes.env import RunEnv
+from agent.loop.nodes.first_wave import before_first_build
 from agent.loop.nodes.propose import workspace
 from agent.loop.nodes.together import validate_together
 from agent.loop.nodes.wave_record import Wave, announce, resume_wave
@@ -188,7 +189,7 @@ def _next(
             signatures=[f.signature for f in unmasked],
         )
         update["stop_reason"] = budget_stop(state, env, "propose")
-    elif not kept_now:
+    elif not kept_now and not before_first_build(state):  # before it, the full build runs next
         update["stop_reason"] = "no patch of this wave survived its checks"
     elif state.failure_stage == "build":
         update["stop_reason"] = budget_stop(state, env, "build")

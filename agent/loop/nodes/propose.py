@@ -8,6 +8,7 @@ from pathlib import Path
 
 from agent.loop.nodes.budget import budget_stop
 from agent.loop.nodes.env import RunEnv
+from agent.loop.nodes.first_wave import before_first_build
 from agent.loop.state import PortState
 from agent.proposers.base import Decline, UnitCompiler, Workspace
 from tools.records import ENVIRONMENT_KINDS, Failure, Proposal
@@ -92,7 +93,7 @@ def propose(state: PortState, env: RunEnv) -> dict:
         "counters": counters,
         "iteration": state.iteration + 1,
     }
-    if not proposals:
+    if not proposals and not before_first_build(state):  # before it, the full build runs next
         open_ = [f for f in state.failures if f.key in known_unfixable]
         update["stop_reason"] = f"no fix proposed for {len(open_)} failure(s): " + "; ".join(
             f"{u['kind']} ({u['reason'][:120]})" for u in unfixable[-3:]

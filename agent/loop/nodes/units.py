@@ -57,7 +57,7 @@ def first_error(output: str, repo: str) -> str:
     return next((ln for ln in lines if "error" in ln.lower()), lines[-1] if lines else "no output")
 
 
-def _compiled(env: RunEnv, units: list[str]) -> Iterator[tuple[str, CommandResult, Path]]:
+def compile_each(env: RunEnv, units: list[str]) -> Iterator[tuple[str, CommandResult, Path]]:
     """Each unit's compile and its log, in order. Through the run's warm compile service all units are
     asked for at once (one compile per core, no exec per unit) in depend mode: a first-seen unit compiles
     without a preprocessor pass and records what it read, so a later build reuses it; else one sandbox
@@ -82,7 +82,7 @@ def compile_units(state: PortState, env: RunEnv) -> dict:
         return {"stages": stages}
     units, source = rocm_units(Path(state.repo_dir), env.profile)
     rows = []
-    for i, (rel, result, log) in enumerate(_compiled(env, units), 1):
+    for i, (rel, result, log) in enumerate(compile_each(env, units), 1):
         row = {
             "unit": rel,
             "ok": result.ok,

@@ -1,0 +1,91 @@
+"""first_wave: before the first full build, compile on their own the ROCm units the scan flagged.
+
+A port's first full build mostly exists to show which units fail. The scan already says where CUDA-only
+code is, so the units it flags (a flagged source, or the includers of a flagged header, up to a cap) are
+compiled alone with hipcc, in parallel, through the run's warm compile service. Their compiler errors
+start the first wave, and when the wave fixes them the first full build is also the last one: a build
+fewer per port, which on a framework with an hour-long build is that hour.
+
+Patches still come only from what a compiler reported: a flagged unit that compiles costs one unit
+compile, which the build then reuses from the cache. A unit the scan missed fails in the full build and
+is fixed in the next wave, as before. The naive baseline, and a profile without a unit template, build
+first.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent.loop.nodes.env import RunEnv
+from agent.loop.nodes.units import compile_each, first_error, rocm_units
+from agent.loop.state import PortState
+from agent.patch.units import HEADER_EXTS, SOURCE_EXTS, touched_units
+
+MAX_UNITS = 16
+"""At most this many units before the build: past that, a full build (parallel, keep-going) is the cheaper
+way to see them all."""
+
+
+def flagged_units(repo: Path, state: PortState, env: RunEnv) -> list[str]:
+    """The ROCm build's units the scan flags: sources with a finding first, then includers of flagged
+    headers, in the build's order, at most MAX_UNITS."""
+    files = sorted({f.file for f in state.scan if f.file and f.file.endswith(SOURCE_EXTS + HEADER_EXTS)})
+    if not files:
+        return []
+    units, _ = rocm_units(repo, env.profile)
+    direct = [u for u in units if u in files]
+    headers = [f for f in files if f.endswith(HEADER_EXTS)]
+    includers = set(touched_units(repo, headers, limit=len(units) + len(headers))) if headers else set()
+    return (direct + [u for u in units if u in includers and u not in direct])[:MAX_UNITS]
+
+
+def before_first_build(state: PortState) -> bool:
+    """True while the first wave runs on unit compiles alone: compile failures, and no full build yet."""
+    return state.failure_stage == "build" and state.stage("build").status == "not reached"
+
+
+def first_wave(state: PortState, env: RunEnv) -> dict:
+    """Compile the flagged units; their diagnosed errors are the first wave's failures (none: build)."""
+    from tools.diagnose import diagnose_text
+
+    if env.job.strategy == "naive" or env.profile.unit is None:
+        return {}
+    repo = Path(state.repo_dir)
+    units = flagged_units(repo, state, env)
+    if not units:
+        return {}
+    env.observer.emit(
+        "note",
+        message=f"the scan flags {len(units)} unit(s): compiling them alone before the first full build",
+    )
+    counters = dict(state.counters)
+    failures = []
+    for i, (rel, result, log) in enumerate(compile_each(env, units), 1):
+        counters["unit_compiles"] = counters.get("unit_compiles", 0) + 1
+        error = "" if result.ok else first_error(result.output, state.repo_dir)
+        env.observer.emit(
+            "unit_compiled",
+            index=i,
+            total=len(units),
+            counters=counters,
+            unit=rel,
+            ok=result.ok,
+            error=error,
+            seconds=round(result.duration_s, 1),
+            log=str(log),
+        )
+        if result.ok:
+            continue
+        found = diagnose_text(result.output, repo_root=state.repo_dir, source="hipcc")
+        for f in found:
+            f.facts.setdefault("unit", rel)
+        failures += found
+    env.observer.emit(
+        "diagnosed",
+        stage="unit compile",
+        count=len(failures),
+        kinds=sorted({f.kind for f in failures}),
+        signatures=[f.signature for f in failures],
+    )
+    # A unit whose errors nothing recognises is left to the full build, which reports it with the rest.
+    return {"counters": counters, "failures": failures, "failure_stage": "build" if failures else ""}
