@@ -1,7 +1,7 @@
 """kill -9 at every phase of a real `rocport port`, then `--resume`: the same branch, a benchmark, no work redone.
 
-One run is driven through every phase — checkout, build, unit compile, load check, apply, serve, bench —
-and killed with SIGKILL (its whole process group) in each of them, resumed each time, and compared with
+One run is driven through every phase — checkout, the first wave's unit compiles, the header patches'
+checks, build, load check, apply, serve, bench — and killed with SIGKILL (its whole process group) in each of them, resumed each time, and compared with
 an uninterrupted run of the same job: identical fix commits, each kept patch committed exactly once,
 the same counts of builds, unit compiles and load checks, and a valid benchmark at the end.
 
@@ -87,8 +87,10 @@ KillAt = Callable[[dict, list[dict]], float | None]
 
 PHASES: list[tuple[str, KillAt]] = [
     ("checkout", lambda e, seen: 0.0 if e.get("phase") == "checkout" else None),
+    # the first wave, before any build: the scan-flagged kernels compiled one after the other
+    ("first wave", lambda e, seen: 0.1 if e["event"] == "unit_compiled" else None),
+    ("unit compile", lambda e, seen: 0.5 if e.get("phase") == "apply_check" else None),  # the header patches
     ("build", lambda e, seen: 1.0 if e["event"] == "build_started" else None),
-    ("unit compile", lambda e, seen: 0.3 if e["event"] == "patch_kept" else None),  # the next unit compiles
     ("load check", lambda e, seen: 0.5 if e.get("phase") == "load_check" else None),
     ("apply", lambda e, seen: 0.3 if e.get("phase") == "apply_check" else None),  # the load-side patch
     ("serve", lambda e, seen: 0.5 if e["event"] == "serve_started" else None),
