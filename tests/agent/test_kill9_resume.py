@@ -1,9 +1,10 @@
 """kill -9 at every phase of a real `rocport port`, then `--resume`: the same branch, a benchmark, no work redone.
 
-One run is driven through every phase — checkout, the first wave's unit compiles, the header patches'
-checks, build, load check, apply, serve, bench — and killed with SIGKILL (its whole process group) in each of them, resumed each time, and compared with
-an uninterrupted run of the same job: identical fix commits, each kept patch committed exactly once,
-the same counts of builds, unit compiles and load checks, and a valid benchmark at the end.
+One run is driven through every phase (checkout, the first wave's unit compiles, the header patches'
+checks, build, load check, apply, serve, bench) and killed with SIGKILL (its whole process group) in
+each of them, resumed each time, and compared with an uninterrupted run of the same job: identical fix
+commits, each kept patch committed exactly once, the same counts of builds, unit compiles and load
+checks, and a valid benchmark at the end.
 
 The fixture is the tinyserve weight-name task (a load fault; the CPU server and the benchmark run on
 the host) plus two CUDA-first kernels in kernels/ (header faults for host hipcc and nvcc).
