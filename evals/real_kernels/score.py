@@ -26,6 +26,9 @@ from tools.repo_style import has_style
 HIPCC = "hipcc -x hip -DUSE_ROCM --offload-arch={arch} {includes} -c {unit} -o /tmp/rocport-eval.o"
 NVCC = "nvcc -x cu -std=c++17 -arch=sm_90 {includes} -c {unit} -o {out}"
 NVCC_E = "nvcc -x cu -std=c++17 -arch=sm_90 {includes} -E {unit}"
+PINNED = " -D__LINE__=0 -D__COUNTER__=0"
+"""What rocport's CUDA identity proof pins (agent.patch.identity; evals may not import it): a guard added
+above a macro that prints its line moves __LINE__ without changing what CUDA compiles otherwise."""
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
 
 
@@ -79,9 +82,15 @@ def nvcc_compiles(repo: Path, unit: str, includes: tuple[str, ...] = (".",)) -> 
         return run(cmd, repo).returncode == 0
 
 
-def cuda_stream(repo: Path, unit: str, includes: tuple[str, ...] = (".",)) -> list[str] | str:
+def cuda_stream(
+    repo: Path, unit: str, includes: tuple[str, ...] = (".",), pinned: bool = False
+) -> list[str] | str:
+    """The unit's CUDA tokens; `pinned`: with __LINE__/__COUNTER__ fixed, as rocport's identity proof
+    reads them (PINNED), so lines added above a use do not count."""
+    extra = PINNED if pinned else ""
     with tempfile.NamedTemporaryFile(suffix=".i") as tmp:
-        res = run(f"{NVCC_E.format(includes=_flags(includes), unit=shlex.quote(unit))} > {tmp.name}", repo)
+        cmd = NVCC_E.format(includes=_flags(includes), unit=shlex.quote(unit)) + extra
+        res = run(f"{cmd} > {tmp.name}", repo)
         if res.returncode:
             return "nvcc -E failed: " + first_error(res.stderr)
         return cuda_tokens(Path(tmp.name).read_text(errors="replace"))
@@ -152,6 +161,7 @@ def score(
     base = gitops.head(repo)
     profile = fix_profile(name, includes, logs / f"{name}.profile.yaml")
     before_tokens = cuda_stream(repo, unit, includes)
+    pinned_before = cuda_stream(repo, unit, includes, pinned=True)  # as rocport's identity proof reads it
     first = hipcc(repo, unit, image, arch, includes)
     s.hip_before = first.returncode == 0
     log = logs / f"{name}.hipcc.log"
@@ -170,6 +180,11 @@ def score(
         # a repo helper may spell a mask differently
         s.cuda_identical = normalize_warp_calls(before_tokens)[0] == normalize_warp_calls(after_tokens)[0]
         s.notes += ["CUDA tokens equal up to equal-valued warp-intrinsic masks/widths"] * s.cuda_identical
+        if not s.cuda_identical and isinstance(pinned_before, list):
+            s.cuda_identical = pinned_before == cuda_stream(repo, unit, includes, pinned=True)
+            s.notes += ["CUDA tokens equal with __LINE__/__COUNTER__ pinned: only line numbers moved"] * (
+                s.cuda_identical
+            )
     s.formatted, dirty = format_clean(repo, base)
     s.notes += [f"clang-format would change {d}" for d in dirty]
     head = gitops.head(repo)

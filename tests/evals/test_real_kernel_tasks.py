@@ -142,3 +142,18 @@ def test_rocport_fix_profile_gives_its_unit_compiles_the_extra_roots(tmp_path, n
     plain = Toolchains(hip=LocalSandbox(repo), cuda=LocalSandbox(repo), arch="gfx90a")
     hip, cuda = compile_both(plain, repo, ["ops/kernel.cuh"])
     assert not hip[0].ok and not cuda[0].ok  # without the profile the vendored header is not found
+
+
+def test_cuda_tokens_pinned_see_through_lines_added_above_a_line_macro(tmp_path, nvcc):
+    """A guard added above a macro that prints __LINE__ changes the plain CUDA tokens, not the pinned
+    ones rocport's identity proof compares; any other change still shows in both."""
+    from evals.real_kernels.score import cuda_stream
+
+    body = '#include <cstdio>\n#define CHECK(x) if (!(x)) printf("%d\\n", __LINE__)\nvoid f(int v) { CHECK(v); }\n'
+    (tmp_path / "k.cu").write_text(body)
+    plain, pinned = cuda_stream(tmp_path, "k.cu"), cuda_stream(tmp_path, "k.cu", pinned=True)
+    (tmp_path / "k.cu").write_text("#ifdef USE_ROCM\n#include <hip/hip_runtime.h>\n#endif\n" + body)
+    assert cuda_stream(tmp_path, "k.cu") != plain
+    assert cuda_stream(tmp_path, "k.cu", pinned=True) == pinned
+    (tmp_path / "k.cu").write_text(body.replace("!(x)", "(x)"))
+    assert cuda_stream(tmp_path, "k.cu", pinned=True) != pinned
