@@ -31,7 +31,7 @@ SPIN = """\
 #endif
 
 __global__ void spin(int* flag) {
-  while (atomicAdd(flag, 0) == 0) { __nanosleep(100); }
+  while (atomicAdd(flag, 0) == 0) { __prof_trigger(0); }
 }
 """
 
@@ -135,11 +135,14 @@ def test_a_patch_that_breaks_nvcc_is_reverted(tmp_path, git_repo, hipcc, nvcc):
 def _llm_fix_script() -> list:
     edit = {
         "path": "csrc/spin.cu",
-        "search": "  while (atomicAdd(flag, 0) == 0) { __nanosleep(100); }\n",
+        "search": "  while (atomicAdd(flag, 0) == 0) { __prof_trigger(0); }\n",
         "replace": "#ifdef USE_ROCM\n  while (atomicAdd(flag, 0) == 0) { __builtin_amdgcn_s_sleep(2); }\n"
-        "#else\n  while (atomicAdd(flag, 0) == 0) { __nanosleep(100); }\n#endif\n",
+        "#else\n  while (atomicAdd(flag, 0) == 0) { __prof_trigger(0); }\n#endif\n",
     }
-    return [[("propose_edit", edit)], [("finish", {"rationale": "HIP has no __nanosleep; s_sleep on ROCm"})]]
+    return [
+        [("propose_edit", edit)],
+        [("finish", {"rationale": "HIP has no __prof_trigger; a short sleep on ROCm"})],
+    ]
 
 
 def test_review_pauses_before_an_llm_patch_and_resumes(tmp_path, git_repo, hipcc, nvcc):

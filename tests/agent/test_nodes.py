@@ -57,7 +57,13 @@ def test_llm_is_not_asked_once_the_token_budget_is_spent(tmp_path, git_repo):
     counters = {**zero_counters(), "tokens_in": 90, "tokens_out": 20, "llm_calls": 3}
     update = propose(
         PortState(
-            **{**state.__dict__, "failures": [SPIN_FAILURE], "failure_stage": "build", "counters": counters}
+            **{
+                **state.__dict__,
+                "failures": [SPIN_FAILURE],
+                "failure_stage": "build",
+                "stages": {"build": StageResult("failed")},  # the full build found it (not the first wave)
+                "counters": counters,
+            }
         ),
         env,
     )

@@ -20,9 +20,9 @@ def test_review_pauses_then_resume_approve_applies_the_llm_patch(tmp_path, git_r
     home = tmp_path / "home"
     edit = {
         "path": "csrc/spin.cu",
-        "search": "  while (atomicAdd(flag, 0) == 0) { __nanosleep(100); }\n",
+        "search": "  while (atomicAdd(flag, 0) == 0) { __prof_trigger(0); }\n",
         "replace": "#ifdef USE_ROCM\n  while (atomicAdd(flag, 0) == 0) { __builtin_amdgcn_s_sleep(2); }\n"
-        "#else\n  while (atomicAdd(flag, 0) == 0) { __nanosleep(100); }\n#endif\n",
+        "#else\n  while (atomicAdd(flag, 0) == 0) { __prof_trigger(0); }\n#endif\n",
     }
     with ScriptedOpenAIServer() as server:
         server.queue += [
