@@ -17,10 +17,12 @@ SARIF_VERSION = "2.1.0"
 RULE_HELP: dict[str, str] = {
     "cuda_header": "A CUDA toolkit header is included outside a ROCm branch. Add an `#ifdef USE_ROCM` "
     "branch with the HIP header (hip/hip_runtime.h, hip/hip_bf16.h, ...); leave the CUDA "
-    "branch untouched. Driver-API headers (cuda.h, cudaTypedefs.h) have no 1:1 HIP header.",
+    "branch untouched. The driver API (cuda.h) maps to hip/hip_runtime.h plus one alias per driver name "
+    "in use, when HIP has every one (TMA, launch attributes and multicast have none).",
     "cub": "CUB is CUDA-only. Include hipcub/hipcub.hpp and alias the namespace under USE_ROCM.",
     "cuda_std": "libcu++ (cuda/std/...) is CUDA-only. Host-compatible traits map to the std headers; "
-    "cuda::atomic and friends need libhipcxx or an exclusion.",
+    "cuda::atomic/atomic_ref map to a compat-header shim on __hip_atomic_* (no libhipcxx in ROCm 6.4); "
+    "barriers, pipelines and semaphores need libhipcxx or an exclusion.",
     "warp_intrinsic": "CUDA warp intrinsic. Route it through one compat macro; ROCm shuffles default to "
     "width 64, so a kernel that treats 32 lanes as a warp must pass width 32.",
     "warp_size": "A literal assumes 32 lanes per warp. Derive lane masks, `% 32`, `>> 5` and `[32]` "
