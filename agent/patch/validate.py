@@ -5,6 +5,7 @@ failure is gone. A proposal that fails any check is reverted and returned with t
 
 from __future__ import annotations
 
+import re
 import shlex
 import shutil
 import sys
@@ -35,13 +36,28 @@ def _check(name: str, result: CommandResult, ok: bool, detail: str) -> CheckResu
     )
 
 
-def failure_gone(failure: Failure | None, output: str) -> bool:
-    """True when no error line of the compiler output mentions the failure's symbol (or message)."""
+_ERROR_AT = re.compile(r"^\s*(?P<path>[^\s:][^:]*):\d+(?::\d+)?:\s*(?:fatal\s+)?error\b")
+
+
+def failure_gone(failure: Failure | None, output: str, touched: tuple[str, ...] | list[str] = ()) -> bool:
+    """True when no error line of the compiler output mentions the failure's symbol (or message) in the
+    failure's own file or a file the patch touched. The same symbol failing at `path:line: error` in
+    another file is the next failure the fix unmasked (a second header of the closure including
+    <cuda.h>), not the targeted one: that goes to the next wave."""
     if failure is None:
         return True
     needle = failure.symbol or failure.message
     errors = [ln for ln in output.splitlines() if "error" in ln or "fatal" in ln]
-    return not any(needle and needle in ln for ln in errors)
+    hits = [ln for ln in errors if needle and needle in ln]
+    if not hits or not failure.file:
+        return not hits
+    mine = (failure.file, *touched)
+    for ln in hits:
+        at = _ERROR_AT.match(ln)
+        path = at["path"].removeprefix("./") if at else ""
+        if not path or any(path == f or path.endswith("/" + f) for f in mine):
+            return False  # where it was, in a file the patch changed, or a line that names no file
+    return True
 
 
 class Validator:
@@ -89,12 +105,16 @@ class Validator:
         return checks
 
     def _hip(
-        self, units: list[str], failure: Failure | None, results: list[CommandResult]
+        self,
+        units: list[str],
+        failure: Failure | None,
+        results: list[CommandResult],
+        touched: list[str] | tuple[str, ...] = (),
     ) -> list[CheckResult]:
         checks = []
         target = failure.facts.get("unit") or failure.file if failure else None
         for rel, res in zip(units, results, strict=True):
-            gone = failure_gone(failure, res.output)
+            gone = failure_gone(failure, res.output, touched)
             if res.ok:
                 checks.append(_check(f"hipcc {self.tools.arch} {rel}", res, True, "compiles"))
             elif gone:  # the targeted error is fixed; the unit has further, different errors
@@ -243,7 +263,7 @@ class Validator:
         reverted unless all pass."""
         checks = list(identity)
         checks += self._python([f for f in proposal.files if f.endswith(".py")], proposal.diff)
-        checks += self._hip(units, failure, hip_results)
+        checks += self._hip(units, failure, hip_results, proposal.files)
         if self.tools.cuda is not None and cuda_unchanged:
             checks += [
                 CheckResult(

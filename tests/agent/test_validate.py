@@ -165,3 +165,22 @@ def test_a_header_patch_recompiles_no_includer_that_does_not_use_its_lines(git_r
     finally:
         service.close()
         box.close()
+
+
+def test_the_same_header_failing_in_another_file_is_the_next_failure_not_the_targeted_one():
+    """lightseq's common.h and embKernels_int8.h both include <cuda.h>: once common.h is fixed, hipcc
+    stops at the second one. That is progress (the next wave's failure), not the fix failing."""
+    from agent.patch.validate import failure_gone
+
+    failure = Failure(
+        kind="cuda_header", message="'cuda.h' file not found", file="kernels/common.h", symbol="cuda.h"
+    )
+    elsewhere = "kernels/emb.h:2:10: fatal error: 'cuda.h' file not found\n1 error generated.\n"
+    assert failure_gone(failure, elsewhere)
+    assert failure_gone(failure, "./kernels/emb.h:2:10: fatal error: 'cuda.h' file not found\n")
+    # still where it was, in a file the patch itself touched, or on a line that names no file: not gone
+    assert not failure_gone(failure, "kernels/common.h:4:10: fatal error: 'cuda.h' file not found\n")
+    assert not failure_gone(failure, "/w/repo/kernels/common.h:4:10: fatal error: 'cuda.h' file not found\n")
+    assert not failure_gone(failure, elsewhere, touched=["kernels/emb.h"])
+    assert not failure_gone(failure, "error: cannot find 'cuda.h'\n")
+    assert not failure_gone(Failure(kind="cuda_header", message="m", symbol="cuda.h"), elsewhere)
