@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from agent.proposers.rules.base import Workspace, make_proposal, register
-from agent.proposers.rules.compat_header import add_block, find_compat
+from agent.proposers.rules.compat_header import add_block, compat_text
 from agent.proposers.rules.headers import target_file
 from tools.records import Failure, Proposal
 
@@ -109,8 +109,7 @@ class ClangDialectFixer:
         rel = target_file(failure)
         if ws.read(rel) is None:
             return None
-        compat = find_compat(ws, rel)
-        have = (ws.read(compat) or "") if compat else ""
+        have = compat_text(ws, rel)
         missing = [n for n in SINCOS if f" {n}(float x" not in have]
         if name not in missing:
             return None

@@ -114,6 +114,12 @@ def find_compat(ws: Workspace, file: str) -> str | None:
     )
 
 
+def compat_text(ws: Workspace, file: str) -> str:
+    """The text of the compat header `file` would use ('' when the repo has none yet)."""
+    compat = find_compat(ws, file)
+    return (ws.read(compat) or "") if compat else ""
+
+
 def compat_location(ws: Workspace, file: str) -> str:
     """Where a new compat header goes: the kernel source root (from the profile), else the file's top dir."""
     unit = getattr(ws.profile, "unit", None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from agent.proposers.rules.base import Workspace, make_proposal, register
-from agent.proposers.rules.compat_header import add_block, find_compat
+from agent.proposers.rules.compat_header import add_block, compat_text
 from agent.proposers.rules.headers import target_file
 from tools.records import Failure, Proposal
 
@@ -60,8 +60,7 @@ class CoopGroupsReduceFixer:
         rel = target_file(failure)
         if ws.read(rel) is None:
             return None
-        compat = find_compat(ws, rel)
-        has_block = compat is not None and MARK in (ws.read(compat) or "")
+        has_block = MARK in compat_text(ws, rel)
         edits = add_block(ws, rel, None if has_block else BLOCK)
         if not edits:
             return None

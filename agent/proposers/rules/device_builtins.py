@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from agent.proposers.rules.base import Workspace, make_proposal, register
-from agent.proposers.rules.compat_header import add_block, find_compat
+from agent.proposers.rules.compat_header import add_block, compat_text
 from agent.proposers.rules.headers import target_file
 from agent.proposers.rules.rounding import used_names
 from tools.records import Failure, Proposal
@@ -68,8 +68,7 @@ class DeviceBuiltinFixer:
         text = ws.read(rel)
         if text is None:
             return None
-        compat = find_compat(ws, rel)
-        have = (ws.read(compat) or "") if compat else ""
+        have = compat_text(ws, rel)
         missing = [
             n for n in used_names(text, NAME) if not re.search(rf"\b{n}\s*\(\s*(?:const|T\*|unsigned)", have)
         ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from agent.proposers.rules.base import Workspace, make_proposal, register
-from agent.proposers.rules.compat_header import add_block, find_compat
+from agent.proposers.rules.compat_header import add_block, compat_text
 from agent.proposers.rules.cpp import line_platforms
 from agent.proposers.rules.headers import target_file
 from tools.records import Failure, Proposal
@@ -95,8 +95,7 @@ class DirectedRoundingFixer:
         text = ws.read(rel)
         if text is None:
             return None
-        compat = find_compat(ws, rel)
-        have = (ws.read(compat) or "") if compat else ""
+        have = compat_text(ws, rel)
         missing = [n for n in used_names(text) if not re.search(rf"\b{n}\s*\(\s*(?:float|double)\b", have)]
         if not missing:
             return None

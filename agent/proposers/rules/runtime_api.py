@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from agent.proposers.rules.base import Decline, Workspace, make_proposal, register
-from agent.proposers.rules.compat_header import add_block, compat_location, find_compat
+from agent.proposers.rules.compat_header import add_block, compat_location, compat_text, find_compat
 from agent.proposers.rules.cpp import line_platforms
 from agent.proposers.rules.headers import target_file
 from agent.proposers.rules.runtime_names import LAUNCH_EX, LAUNCH_EX_NAMES, RUNTIME
@@ -155,8 +155,7 @@ class GridConstantFixer:
             or "__grid_constant__" not in text.splitlines()[failure.line - 1]
         ):
             return None
-        compat = find_compat(ws, rel)
-        has = compat is not None and "define __grid_constant__" in (ws.read(compat) or "")
+        has = "define __grid_constant__" in compat_text(ws, rel)
         edits = add_block(ws, rel, None if has else GRID_CONSTANT)
         if not edits:
             return None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from agent.proposers.rules.base import Decline, Workspace, make_proposal, register
-from agent.proposers.rules.compat_header import add_block, find_compat
+from agent.proposers.rules.compat_header import add_block, compat_text
 from agent.proposers.rules.headers import target_file
 from agent.proposers.rules.rounding import used_names
 from tools.records import Failure, Proposal
@@ -71,8 +71,7 @@ class WarpReduceFixer:
             raise Decline(
                 f"{rel}: warpSize-generic kernel: which lanes a CUDA warp reduction spans needs a human"
             )
-        compat = find_compat(ws, rel)
-        have = (ws.read(compat) or "") if compat else ""
+        have = compat_text(ws, rel)
         ops = [n.split("_")[3] for n in used_names(text, NAME) if f" {n}(unsigned" not in have]
         if not ops:
             return None
