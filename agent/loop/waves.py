@@ -9,6 +9,7 @@ its unit's remaining errors are listed as that unit's next failures.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from agent.patch.fix import FixRecord, dedupe, fix_failures
 from agent.patch.units import HEADER_EXTS, SOURCE_EXTS, touched_units
@@ -52,19 +53,25 @@ def _add(units: list[str], more: list[str]) -> None:
     units.extend(u for u in more if u not in units)
 
 
-def compile_units(validator: Validator, units: list[str]) -> tuple[list[UnitStatus], list[Failure]]:
-    """Compile each unit for ROCm; the failing ones' errors, diagnosed, in unit order."""
+def unit_failures(output: str, root: Path | str, unit: str) -> list[Failure]:
+    """A failing unit compile's errors, diagnosed, each knowing the unit it came from."""
     from tools.diagnose import diagnose_text
 
+    found = diagnose_text(output, repo_root=root, source="hipcc")
+    for f in found:
+        f.facts.setdefault("unit", unit)
+    return found
+
+
+def compile_units(validator: Validator, units: list[str]) -> tuple[list[UnitStatus], list[Failure]]:
+    """Compile each unit for ROCm; the failing ones' errors, diagnosed, in unit order."""
     statuses, failures = [], []
     for unit in units:
         res = compile_hip_unit(validator.tools, validator.root, unit)
         if res.ok:
             statuses.append(UnitStatus(unit, True))
             continue
-        found = diagnose_text(res.output, repo_root=validator.root, source="hipcc")
-        for f in found:
-            f.facts.setdefault("unit", unit)
+        found = unit_failures(res.output, validator.root, unit)
         failures += found
         statuses.append(UnitStatus(unit, False, first_error(res.output), [f.signature for f in found]))
     return statuses, failures

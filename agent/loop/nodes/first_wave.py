@@ -17,8 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent.loop.nodes.env import RunEnv
-from agent.loop.nodes.units import compile_each, first_error, rocm_units
+from agent.loop.nodes.units import compiled_rows, rocm_units
 from agent.loop.state import PortState
+from agent.loop.waves import unit_failures
 from agent.patch.units import HEADER_EXTS, SOURCE_EXTS, touched_units
 
 MAX_UNITS = 16
@@ -46,8 +47,6 @@ def before_first_build(state: PortState) -> bool:
 
 def first_wave(state: PortState, env: RunEnv) -> dict:
     """Compile the flagged units; their diagnosed errors are the first wave's failures (none: build)."""
-    from tools.diagnose import diagnose_text
-
     if env.job.strategy == "naive" or env.profile.unit is None:
         return {}
     repo = Path(state.repo_dir)
@@ -59,27 +58,12 @@ def first_wave(state: PortState, env: RunEnv) -> dict:
         message=f"the scan flags {len(units)} unit(s): compiling them alone before the first full build",
     )
     counters = dict(state.counters)
-    failures = []
-    for i, (rel, result, log) in enumerate(compile_each(env, units), 1):
-        counters["unit_compiles"] = counters.get("unit_compiles", 0) + 1
-        error = "" if result.ok else first_error(result.output, state.repo_dir)
-        env.observer.emit(
-            "unit_compiled",
-            index=i,
-            total=len(units),
-            counters=counters,
-            unit=rel,
-            ok=result.ok,
-            error=error,
-            seconds=round(result.duration_s, 1),
-            log=str(log),
-        )
-        if result.ok:
-            continue
-        found = diagnose_text(result.output, repo_root=state.repo_dir, source="hipcc")
-        for f in found:
-            f.facts.setdefault("unit", rel)
-        failures += found
+    failures = [
+        f
+        for row, result in compiled_rows(env, state.repo_dir, units, counters)
+        if not result.ok
+        for f in unit_failures(result.output, state.repo_dir, row["unit"])
+    ]
     env.observer.emit(
         "diagnosed",
         stage="unit compile",

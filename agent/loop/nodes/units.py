@@ -74,6 +74,24 @@ def compile_each(env: RunEnv, units: list[str]) -> Iterator[tuple[str, CommandRe
         yield rel, result, env.rundir.log_command(f"unit-{rel}", result)
 
 
+def compiled_rows(
+    env: RunEnv, repo_dir: str, units: list[str], counters: dict
+) -> Iterator[tuple[dict, CommandResult]]:
+    """Each unit compiled (compile_each), counted in `counters` and announced as a `unit_compiled` event;
+    its row (unit, ok, first error, seconds, log) and its result."""
+    for i, (rel, result, log) in enumerate(compile_each(env, units), 1):
+        row = {
+            "unit": rel,
+            "ok": result.ok,
+            "error": "" if result.ok else first_error(result.output, repo_dir),
+            "seconds": round(result.duration_s, 1),
+            "log": str(log),
+        }
+        counters["unit_compiles"] = counters.get("unit_compiles", 0) + 1
+        env.observer.emit("unit_compiled", index=i, total=len(units), counters=counters, **row)
+        yield row, result
+
+
 def compile_units(state: PortState, env: RunEnv) -> dict:
     """Compile each ROCm unit once with hipcc for the target; the stage passes when every unit does."""
     stages, counters = dict(state.stages), dict(state.counters)
@@ -81,18 +99,7 @@ def compile_units(state: PortState, env: RunEnv) -> dict:
         stages["unit"] = StageResult("not run", f"profile {env.profile.name} has no unit template")
         return {"stages": stages}
     units, source = rocm_units(Path(state.repo_dir), env.profile)
-    rows = []
-    for i, (rel, result, log) in enumerate(compile_each(env, units), 1):
-        row = {
-            "unit": rel,
-            "ok": result.ok,
-            "error": "" if result.ok else first_error(result.output, state.repo_dir),
-            "seconds": round(result.duration_s, 1),
-            "log": str(log),
-        }
-        rows.append(row)
-        counters["unit_compiles"] = counters.get("unit_compiles", 0) + 1
-        env.observer.emit("unit_compiled", index=i, total=len(units), counters=counters, **row)
+    rows = [row for row, _ in compiled_rows(env, state.repo_dir, units, counters)]
     failing = [r for r in rows if not r["ok"]]
     detail = f"{len(rows) - len(failing)} of {len(rows)} compile with hipcc for {env.arch} ({source})"
     stages["unit"] = StageResult(
