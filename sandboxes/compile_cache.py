@@ -21,8 +21,6 @@ import os
 import re
 import shlex
 import shutil
-import signal
-import subprocess
 import tempfile
 import time
 from typing import TYPE_CHECKING
@@ -37,6 +35,8 @@ from sandboxes.compile_deps import (
     preprocessed_deps,
     read_text,
     remember,
+    run_argv,
+    written_since,
 )
 
 if TYPE_CHECKING:
@@ -48,46 +48,6 @@ _LINE_MARKER = re.compile(rb"^\s*#\s*(?:line\s+)?\d+[^\n]*\n", re.MULTILINE)
 _DEBUG = re.compile(r"^-g(\d|gdb|dwarf|line|column|$)")
 # flags whose output a cached entry could not reproduce (dependency files, temps, other outputs)
 _UNCACHEABLE = ("-M", "-E", "-S", "-save-temps", "--save-temps", "-fsyntax-only", "-###", "-v", "--version")
-OUTPUT_CAP = 2_000_000
-
-
-def run_argv(argv: list[str], cwd: str, timeout: float | None, env: dict[str, str] | None = None) -> Result:
-    """Run argv in its own process group; the group is killed on timeout. Returns a result dict."""
-    started = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        return {
-            "returncode": 127,
-            "stdout": "",
-            "stderr": f"{argv[0]}: {exc.strerror}\n",
-            "duration_s": 0.0,
-            "timed_out": False,
-        }
-    timed_out = False
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-    return {
-        "returncode": 124 if timed_out else proc.returncode,
-        "stdout": out[-OUTPUT_CAP:].decode("utf-8", "replace"),
-        "stderr": err[-OUTPUT_CAP:].decode("utf-8", "replace"),
-        "duration_s": time.monotonic() - started,
-        "timed_out": timed_out,
-        "_raw_stdout": out,
-    }
 
 
 def split_compile(argv: list[str]) -> tuple[list[str], list[str], str] | None:
@@ -190,12 +150,15 @@ def _depend_compile(
     obj_path: str,
     started: float,
     key_failure: bool = False,
+    warmup: bool = False,
 ) -> Result:
     """A first compile in a build: no preprocessor pass; the compiler lists what it read (-MD), which is
     what the next identical compile is found by (ccache's depend mode). No line-marker-only reuse.
     `key_failure`: a failed compile (its dependency file deleted with it) is then keyed by its
-    preprocessed input, so the same failing tree asked again is answered from the cache."""
+    preprocessed input, so the same failing tree asked again is answered from the cache. `warmup`: a
+    background compile while the run edits the tree: kept only if nothing it read was written meanwhile."""
     key_argv, pre_argv, _ = parts
+    wall = time.time()
     fd, depfile = tempfile.mkstemp(prefix="rocport-", suffix=".d")
     os.close(fd)
     try:
@@ -205,6 +168,8 @@ def _depend_compile(
         # a failed compile takes its outputs with it, the -MF file too (clang deletes them on error)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(depfile)
+    if warmup and written_since(deps, cwd, wall):
+        deps = []  # compiled from a tree that changed under it: kept nowhere
     if not result["timed_out"] and deps:
         head = json.dumps([compiler_identity(key_argv[0]), key_argv[1:], deps]).encode()
         key = "d" + hashlib.sha256(head).hexdigest()[1:]
@@ -264,15 +229,31 @@ def cached_compile(
     env: dict[str, str] | None = None,
     depend: bool = False,
     edited: bool = False,
+    warmup: bool = False,
 ) -> Result:
     """Compile through the cache: a result dict with `cached` ('', 'direct', 'exact' or 'line markers
     only'). `depend`: a miss compiles at once and records its -MD dependencies (builds), instead of
     keying it by its preprocessed input first (unit checks, whose reuse across patches needs that key).
     `edited`: a unit a patch just edited for this compiler (its ROCm check): no other tree preprocesses
-    to the same input, so a miss compiles at once as in `depend`; a failure is keyed by its input."""
+    to the same input, so a miss compiles at once as in `depend`; a failure is keyed by its input.
+    `warmup`: as `depend`, for a unit compiled on idle cores ahead of the build (see _depend_compile)."""
     parts = split_compile(argv)
     if parts is None or not cache:
         return {**run_argv(argv, cwd, timeout, env), "cached": ""}
+    return _cached_compile(argv, parts, cwd, cache, timeout, env, depend or warmup, edited, warmup)
+
+
+def _cached_compile(
+    argv: list[str],
+    parts: tuple[list[str], list[str], str],
+    cwd: str,
+    cache: str,
+    timeout: float | None,
+    env: dict[str, str] | None,
+    depend: bool,
+    edited: bool,
+    warmup: bool,
+) -> Result:
     key_argv, pre_argv, obj = parts
     started = time.monotonic()
     obj_path = obj if os.path.isabs(obj) else os.path.join(cwd, obj)
@@ -280,7 +261,7 @@ def cached_compile(
     if meta is not None and name is not None:
         return _reuse(cache, meta, name, "direct", obj_path, argv, started)
     if depend or edited:
-        return _depend_compile(argv, parts, cwd, cache, timeout, env, obj_path, started, edited)
+        return _depend_compile(argv, parts, cwd, cache, timeout, env, obj_path, started, edited, warmup)
     pre = run_argv(pre_argv, cwd, timeout, env)
     if pre["returncode"] != 0:  # a preprocessor error is the compile's own result: run it as is
         return {**run_argv(argv, cwd, timeout, env), "cached": ""}

@@ -1,4 +1,5 @@
-"""What a compile read, for the compile cache (stdlib only, any python3 >= 3.8: it runs in the sandbox).
+"""What a compile read, and how one runs, for the compile cache (stdlib only, any python3 >= 3.8: it runs
+in the sandbox).
 
 A compile is found again without running its preprocessor when every file it read still reads the same
 (ccache's direct mode): the files come from the preprocessed output's line markers or from the compiler's
@@ -8,12 +9,16 @@ last few such dependency lists with the stored compile each one led to.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
 import shutil
+import signal
+import subprocess
 import tempfile
+import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -25,6 +30,48 @@ if TYPE_CHECKING:
 
 _MARKER_FILE = re.compile(rb'^\s*#\s*(?:line\s+)?\d+\s+"((?:[^"\\]|\\.)*)"', re.MULTILINE)
 MANIFEST_ENTRIES = 8
+OUTPUT_CAP = 2_000_000
+CANCEL_WARMUPS = "cancel-warmups"
+"""The file (in the service's spool) that tells it to drop every warm-up asked so far."""
+
+
+def run_argv(argv: list[str], cwd: str, timeout: float | None, env: dict[str, str] | None = None) -> Result:
+    """Run argv in its own process group; the group is killed on timeout. Returns a result dict."""
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return {
+            "returncode": 127,
+            "stdout": "",
+            "stderr": f"{argv[0]}: {exc.strerror}\n",
+            "duration_s": 0.0,
+            "timed_out": False,
+        }
+    timed_out = False
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+    return {
+        "returncode": 124 if timed_out else proc.returncode,
+        "stdout": out[-OUTPUT_CAP:].decode("utf-8", "replace"),
+        "stderr": err[-OUTPUT_CAP:].decode("utf-8", "replace"),
+        "duration_s": time.monotonic() - started,
+        "timed_out": timed_out,
+        "_raw_stdout": out,
+    }
 
 
 def atomic_write(path: str, data: bytes) -> None:
@@ -86,6 +133,19 @@ def _manifest_path(cache: str, key_argv: list[str], cwd: str) -> str:
         json.dumps([compiler_identity(key_argv[0]), key_argv[1:], cwd]).encode()
     ).hexdigest()
     return os.path.join(cache, "m", name + ".json")
+
+
+def written_since(deps: list[list[str]], cwd: str, since: float) -> bool:
+    """True when a file a compile read was written at or after `since` (wall clock, with the file
+    clock's coarse tick allowed for): the tree changed under a warm-up compile, whose object then
+    matches neither the old digests nor the new, so it must not be kept."""
+    for name, _ in deps:
+        try:
+            if os.stat(name if os.path.isabs(name) else os.path.join(cwd, name)).st_mtime >= since - 0.05:
+                return True
+        except OSError:
+            return True
+    return False
 
 
 def direct(cache: str, key_argv: list[str], cwd: str) -> tuple[Result | None, str | None]:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from sandboxes.base import CommandResult, Sandbox, SandboxError, Service
+from sandboxes.compile_deps import CANCEL_WARMUPS
 
 WORKER = Path(__file__).with_name("compile_worker.py")
 SHIPPED = ("compile_cache.py", "compile_deps.py")
@@ -110,8 +111,9 @@ class CompileService:
         """Queue one command; returns the request id to `wait` on. `mode`: "" keys a compile by its
         preprocessed input first (unit checks); "depend" compiles a miss at once and records its -MD
         dependencies, as a build does; "index" compiles nothing: it gives a build's stored clean compile
-        of `cmd` a preprocessed key too (see compile_cache.index_compile)."""
-        rid = f"{os.getpid()}-{next(self._ids):06d}"
+        of `cmd` a preprocessed key too (see compile_cache.index_compile); "warmup" compiles as "depend"
+        does, at the lowest priority, for a build to reuse later (nobody waits for its answer)."""
+        rid = f"{os.getpid()}-{next(self._ids):06d}" + ("-warmup" if mode == "warmup" else "")
         request = {
             "cmd": cmd,
             "cwd": self.sandbox.workdir,
@@ -124,6 +126,12 @@ class CompileService:
         tmp.rename(self.spool / "req" / f"{rid}.json")
         self.stats.requests += 1
         return rid
+
+    def cancel_warmups(self) -> None:
+        """Drop the warm-ups asked so far: those not started never run, those running are killed (a build
+        is starting: it compiles what is missing itself, at full priority, rather than wait for them)."""
+        with contextlib.suppress(OSError):
+            (self.spool / CANCEL_WARMUPS).write_text("")
 
     def wait(self, rid: str, cmd: str, timeout: float, *, quiet: bool = False) -> CommandResult:
         """The answer to one request; a timed-out result when the service died or never answered.

@@ -9,10 +9,12 @@ package the host knows them by): see there how a compile is looked up.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
 import shutil
+import signal
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -22,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from sandboxes.compile_cache import cached_compile, index_compile, run_argv, split_compile
-from sandboxes.compile_deps import atomic_write, read_text
+from sandboxes.compile_deps import CANCEL_WARMUPS, atomic_write, read_text
 
 if TYPE_CHECKING:
     from sandboxes.compile_deps import Result
@@ -44,15 +46,15 @@ def plain_argv(cmd: str) -> list[str] | None:
 def handle(request: dict[str, Any], cache: str) -> Result:
     """One request: {cmd, cwd, env, timeout, cache, mode} -> a result dict (no raw bytes). mode: "" (key
     by preprocessed input), "depend" (compile at once, as a build), "edited" (at once, a failure keyed by
-    its input), "index" (key a build's compile)."""
+    its input), "index" (key a build's compile), "warmup" (as depend, on idle cores, see serve)."""
     env = {**os.environ, **(request.get("env") or {})}
     argv = plain_argv(request["cmd"])
     mode = request.get("mode", "")
     if argv is not None and mode == "index":
         result = index_compile(argv, request["cwd"], cache, request["timeout"], env)
     elif argv is not None and request.get("cache", True):
-        depend, edited = mode == "depend", mode == "edited"
-        result = cached_compile(argv, request["cwd"], cache, request["timeout"], env, depend, edited)
+        depend, edited, warmup = mode == "depend", mode == "edited", mode == "warmup"
+        result = cached_compile(argv, request["cwd"], cache, request["timeout"], env, depend, edited, warmup)
     else:
         result = run_argv(["bash", "-c", request["cmd"]], request["cwd"], request["timeout"], env)
         result["cached"] = ""
@@ -60,8 +62,17 @@ def handle(request: dict[str, Any], cache: str) -> Result:
     return result
 
 
+def _idle_priority() -> None:
+    """A warm-up thread's compilers run at the lowest priority (nice is per thread on Linux and children
+    inherit it): they take only the cores the run's own compiles leave idle."""
+    os.nice(19)
+
+
 def serve(spool: str) -> None:
-    """Answer requests (SPOOL/req/ID.json -> SPOOL/res/ID.json) in parallel, up to the cores."""
+    """Answer requests (SPOOL/req/ID.json -> SPOOL/res/ID.json) in parallel, up to the cores. Warm-up
+    requests (`warmup` in their name: units the build will need, asked for ahead of it) go to a pool of
+    their own whose compilers run at nice 19, so a unit check is never queued behind them; the spool's
+    CANCEL_WARMUPS file drops those not started and kills those running (a build is starting)."""
     req, res, cache = (os.path.join(spool, d) for d in ("req", "res", "cache"))
     for d in (req, res, cache):
         os.makedirs(d, exist_ok=True)
@@ -87,20 +98,60 @@ def serve(spool: str) -> None:
         atomic_write(os.path.join(res, name), json.dumps(result).encode())
         os.unlink(path)
 
+    warm = {"generation": 0}  # warm-ups asked before the last cancel are dropped unstarted
+
+    def warm_up(name: str, generation: int) -> None:
+        if generation == warm["generation"]:
+            work(name)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(req, name))
+
     atomic_write(os.path.join(spool, "ready"), str(os.getpid()).encode())
     # Started by its owner directly (exec): a new parent means the owner died without closing us
     # (kill -9, a crash), and nobody will ask again. In a container the container's end does this.
     owner = os.getppid()
     idle = 0.02
-    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+    cores = max(2, os.cpu_count() or 2)
+    cancel = os.path.join(spool, CANCEL_WARMUPS)
+    pool = ThreadPoolExecutor(cores)
+    idle_pool = ThreadPoolExecutor(cores, initializer=_idle_priority)
+    try:
         while os.path.isdir(req) and os.getppid() == owner:
+            if os.path.exists(cancel):
+                warm["generation"] += 1
+                _stop_idle_compiles()
+                os.unlink(cancel)
             fresh = [n for n in sorted(os.listdir(req)) if n.endswith(".json") and n not in taken]
             for name in fresh:
                 taken.add(name)
-                pool.submit(work, name)
+                if "warmup" in name:
+                    idle_pool.submit(warm_up, name, warm["generation"])
+                else:
+                    pool.submit(work, name)
             # quick while requests come, a few wake-ups a second when the run is elsewhere (a build)
             idle = 0.02 if fresh else min(idle * 1.5, 0.25)
             time.sleep(idle)
+    finally:
+        warm["generation"] += 1
+        _stop_idle_compiles()
+        idle_pool.shutdown()
+        pool.shutdown()
+
+
+def _stop_idle_compiles() -> None:
+    """Kill the warm-up compiles running now: this process's children at nice 19 (each leads its own
+    process group, run_argv's new session, so the compiler's own children go with it)."""
+    me = str(os.getpid())
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()  # from field 3 (state) on: ppid [1], nice [16]
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 16 and fields[1] == me and fields[16] == "19":
+            with contextlib.suppress(OSError):
+                os.killpg(int(pid), signal.SIGKILL)
 
 
 def shim(name: str, args: list[str]) -> int:

@@ -73,8 +73,12 @@ class Compilers:
         return service
 
     def build_prefix(self) -> str:
-        """What a full ROCm build command is prefixed with to compile through the shared cache."""
-        return self.hip.build_prefix() if self.hip is not None and self.hip.alive() else ""
+        """What a full ROCm build command is prefixed with to compile through the shared cache; the
+        warm-ups still queued or running are dropped first (the build does their work at full priority)."""
+        if self.hip is None or not self.hip.alive():
+            return ""
+        self.hip.cancel_warmups()
+        return self.hip.build_prefix()
 
     def stats(self) -> dict[str, int]:
         """Compiles the caches answered and missed, unit checks and full builds alike (from each cache's

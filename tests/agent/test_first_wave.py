@@ -76,6 +76,8 @@ def test_a_flagged_unit_that_compiles_goes_straight_to_the_build(home, tmp_path,
     assert result.counters["builds"] == 1 and result.counters["unit_compiles"] == 1
     compiled = _events(result, "unit_compiled")
     assert [(e["unit"], e["ok"]) for e in compiled] == [("csrc/lane.cu", True)]
+    # the build's other unit is compiled ahead of it on the idle core, never counted as a unit check
+    assert "compiling the build's other 1 unit(s) on idle cores" in [e.get("message") for e in result.events]
     assert not _events(result, "proposed", "patch_kept")  # no compiler error, so nothing to patch
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -275,3 +277,71 @@ def test_a_header_spelled_two_ways_is_one_file_when_judging_stored_warnings():
     assert messages_still_true(warned, now)  # only compat.h changed, and no message names it
     assert not messages_still_true(warned, [[now[0][0], "200:1"], now[1]])
     assert not messages_still_true({**warned, "stderr": "csrc/compat.h:3:1: warning: x\n"}, now)
+
+
+def _compiler(repo: Path, name: str, before: str, after: str = ":") -> str:
+    """A compiler of our own on the repo's path: runs `before`, says its nice value, is cc, runs `after`."""
+    script = repo / name
+    nice = "echo \"nice $(cut -d' ' -f19 /proc/$$/stat)\" >&2"
+    script.write_text(f'#!/bin/sh\n{before}\n{nice}\ncc "$@"\nrc=$?\n{after}\nexit $rc\n')
+    script.chmod(0o755)
+    return f"./{name} -O2 -Iinc -c {{src}} -o {{out}}"
+
+
+def test_a_warm_up_runs_at_idle_priority_and_the_build_reuses_it(
+    service: CompileService, repo: Path, tmp_path: Path
+):
+    cmd = _compiler(repo, "ccw", ":")
+    rid = service.submit(cmd.format(src="a.c", out=tmp_path / "warm.o"), mode="warmup")
+    warm = service.wait(rid, "warm-up", 60)
+    assert warm.ok and "nice 19" in warm.stderr  # only the cores nothing else wants
+    build = service.wait(service.submit(cmd.format(src="a.c", out=tmp_path / "a.o"), mode="depend"), "b", 60)
+    assert build.ok and (service.cache_dir / "ledger").read_text().splitlines()[-1].startswith("direct\t")
+    other = service.wait(service.submit(cmd.format(src="b.c", out=tmp_path / "b.o"), mode="depend"), "b", 60)
+    assert other.ok and "nice 0" in other.stderr  # a build's own compile keeps its priority
+    assert (tmp_path / "a.o").read_bytes() == (tmp_path / "warm.o").read_bytes()
+
+
+def test_a_warm_up_whose_input_changed_under_it_is_not_kept(
+    service: CompileService, repo: Path, tmp_path: Path
+):
+    cmd = _compiler(repo, "ccslow", ":", after="sleep 1")  # the header read, then still busy
+    rid = service.submit(cmd.format(src="a.c", out=tmp_path / "warm.o"), mode="warmup")
+    time.sleep(0.5)
+    (repo / "inc" / "common.h").write_text("#define SCALE 3\n")  # a patch lands while it compiles
+    assert service.wait(rid, "warm-up", 60).ok
+    after = service.wait(service.submit(cmd.format(src="a.c", out=tmp_path / "a.o"), mode="depend"), "b", 60)
+    assert after.ok and (service.cache_dir / "ledger").read_text().splitlines()[-1].startswith("miss\t")
+    assert (tmp_path / "a.o").read_bytes() != (tmp_path / "warm.o").read_bytes()  # compiled from SCALE 3
+
+
+def test_a_starting_build_cancels_the_warm_ups(service: CompileService, repo: Path, tmp_path: Path):
+    cmd = _compiler(repo, "cchang", "sleep 60")
+    many = (os.cpu_count() or 2) + 2  # some running, some still queued
+    for i in range(many):
+        service.submit(cmd.format(src="a.c", out=tmp_path / f"w{i}.o"), mode="warmup")
+    deadline = time.monotonic() + 30
+    while not _idle_sleepers() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _idle_sleepers(), "no warm-up started"
+    service.cancel_warmups()
+    deadline = time.monotonic() + 10
+    while _idle_sleepers() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _idle_sleepers()  # killed, not left to hold a core or memory during the build
+    time.sleep(1)
+    assert not list((service.spool / "req").glob("*.json"))  # the queued ones were dropped, not run
+    assert service.run(CC.format(src="b.c", out=tmp_path / "b.o")).ok  # the service itself carries on
+
+
+def _idle_sleepers() -> list[str]:
+    """PIDs of `sleep 60` processes at nice 19 (our hanging warm-up compilers)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        if "(sleep)" in text and text.rsplit(")", 1)[1].split()[16] == "19":
+            found.append(stat.parent.name)
+    return found

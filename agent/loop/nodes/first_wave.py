@@ -7,9 +7,12 @@ start the first wave, and when the wave fixes them the first full build is also 
 fewer per port, which on a framework with an hour-long build is that hour.
 
 Patches still come only from what a compiler reported: a flagged unit that compiles costs one unit
-compile, which the build then reuses from the cache. A unit the scan missed fails in the full build and
-is fixed in the next wave, as before. The naive baseline, and a profile without a unit template, build
-first.
+compile, which the build then reuses from the cache. Meanwhile the build's other units are compiled
+ahead of it on the cores the wave leaves idle (warm-up compiles at the lowest priority, sandboxes/
+compile_worker.py): while one unit check runs on one core, the next build's objects are made on the
+rest, and a unit a later patch changes is simply compiled again by the build. A unit the scan missed
+fails in the full build and is fixed in the next wave, as before. The naive baseline, and a profile
+without a unit template, build first.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent.loop.nodes.env import RunEnv
-from agent.loop.nodes.units import compiled_rows, rocm_units
+from agent.loop.nodes.units import UNIT_TIMEOUT_S, compiled_rows, rocm_units, unit_command
 from agent.loop.state import PortState
 from agent.loop.waves import unit_failures
 from agent.patch.units import HEADER_EXTS, SOURCE_EXTS, touched_units
@@ -40,6 +43,20 @@ def flagged_units(repo: Path, state: PortState, env: RunEnv) -> list[str]:
     return (direct + [u for u in units if u in includers and u not in direct])[:MAX_UNITS]
 
 
+def warm_up(env: RunEnv, repo: Path, flagged: list[str]) -> None:
+    """Ask the compile service for the build's other units at idle priority (no one waits for them)."""
+    service = env.compilers().hip
+    if service is None or not service.alive():
+        return
+    rest = [u for u in rocm_units(repo, env.profile)[0] if u not in flagged]
+    for rel in rest:
+        service.submit(
+            unit_command(env.profile, env.arch, rel, "-warm"), timeout=UNIT_TIMEOUT_S, mode="warmup"
+        )
+    if rest:
+        env.observer.emit("note", message=f"compiling the build's other {len(rest)} unit(s) on idle cores")
+
+
 def before_first_build(state: PortState) -> bool:
     """True while the first wave runs on unit compiles alone: compile failures, and no full build yet."""
     return state.failure_stage == "build" and state.stage("build").status == "not reached"
@@ -57,6 +74,7 @@ def first_wave(state: PortState, env: RunEnv) -> dict:
         "note",
         message=f"the scan flags {len(units)} unit(s): compiling them alone before the first full build",
     )
+    warm_up(env, repo, units)
     counters = dict(state.counters)
     failures = [
         f

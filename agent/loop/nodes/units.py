@@ -37,12 +37,13 @@ def rocm_units(repo: Path, profile: Profile) -> tuple[list[str], str]:
     return units, f"the profile's unit sources {', '.join(patterns)}"
 
 
-def unit_command(profile: Profile, arch: str, rel: str) -> str:
-    """The profile's hipcc command for one unit, run from the repo root."""
+def unit_command(profile: Profile, arch: str, rel: str, tag: str = "") -> str:
+    """The profile's hipcc command for one unit, run from the repo root (`tag`: in the object's name, so
+    a warm-up and a unit check of one unit never write the same file)."""
     if profile.unit is None:
         raise ValueError(f"profile {profile.name} has no unit template: add `unit:` to compile units alone")
     # an object file nobody reads, written where the compile runs (host or container), never opened by us
-    out = f"/tmp/rocport-unit-{abs(hash(rel)) % 10**8}.o"  # noqa: S108
+    out = f"/tmp/rocport-unit{tag}-{abs(hash(rel)) % 10**8}.o"  # noqa: S108
     return profile.unit.hip.format(file=rel, arch=arch, out=out, dir=str(Path(rel).parent), root=".")
 
 
