@@ -163,3 +163,44 @@ def test_the_typer_command_has_exactly_the_declared_options():
             assert annotation is int and param.type_descriptor.parameter_info.min == opt.minimum
         elif opt.kind == "value":
             assert annotation is (Path if opt.is_path else str), opt.dest
+
+
+def test_after_setup_a_scan_process_compiles_none_of_rocports_own_modules(repo, rocm_image):
+    """Where PYTHONDONTWRITEBYTECODE is set (this project's CI machines), Python never caches
+    compiled modules: .ci/setup byte-compiles rocport's own, as pip does for an installed package,
+    so a `rocport scan` process loads them from bytecode instead of compiling each (~30 ms a start)."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[2]
+    venv = Path(sys.prefix)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECODE")}
+    cached = Path(importlib.util.cache_from_source(str(root / "tools" / "scan" / "repo.py")))
+    cached.unlink(missing_ok=True)  # setup must write it again
+    setup = subprocess.run(
+        ["bash", str(root / ".ci" / "setup")],
+        capture_output=True,
+        text=True,
+        env={**env, "VENV": str(venv)},
+        timeout=600,
+        check=False,
+    )
+    assert setup.returncode == 0, setup.stdout + setup.stderr
+    assert cached.is_file()
+    env = {**env, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONVERBOSE": "1"}
+    status, _, stderr = _run(
+        ENTRY, ["repo", "-f", "json", "-o", "out/r.json", "-p", "vllm"], repo.parent, env
+    )
+    assert status == 1  # findings remain
+    ours = tuple(f"{root / package}/" for package in ("agent", "tools"))
+    from_source = [
+        line
+        for line in stderr.splitlines()
+        if line.startswith(tuple(f"# code object from {p}" for p in ours))
+    ]
+    from_bytecode = [
+        line
+        for line in stderr.splitlines()
+        if line.startswith(tuple(f"# code object from '{p}" for p in ours))
+    ]
+    assert from_source == []
+    assert len(from_bytecode) > 30  # the scan's modules (tools.scan, tools.cpp, agent.cli's scan start)
