@@ -10,12 +10,13 @@ command line, so help and every usage error read as they always did.
 
 from __future__ import annotations
 
+import atexit
 import errno
 import gc
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from agent.cli.scan_options import OPTIONS, ScanOption
 
@@ -105,7 +106,25 @@ def run_scan_without_typer(args: list[str]) -> None:
             raise
         _quiet_broken_pipe()
         status = 1
-    sys.exit(status)
+    _exit_without_teardown(status)
+
+
+def _exit_without_teardown(status: int) -> NoReturn:
+    """Exit as sys.exit does, minus freeing every module and object one by one (~9 ms of CPU after a
+    scan of vLLM's csrc; the OS takes the memory back at once): atexit handlers run (coverage, a
+    user's hooks) and stdout and stderr are flushed first. With another thread running, or a stream
+    that cannot be flushed (a closed pipe), the normal exit handles it as it always did."""
+    threading = sys.modules.get("threading")
+    if threading is not None and threading.active_count() > 1:
+        sys.exit(status)
+    atexit._run_exitfuncs()
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+    except (OSError, ValueError):
+        sys.exit(status)
+    os._exit(status)
 
 
 def _quiet_broken_pipe() -> None:

@@ -114,6 +114,36 @@ def test_the_typer_free_start_prints_and_exits_as_the_typer_command(repo, args):
         assert len(stderr.strip().splitlines()) == 1 and stderr.startswith("rocport: error:"), stderr
 
 
+@pytest.mark.parametrize("unbuffered", [True, False])
+def test_a_reader_that_stops_early_gets_the_same_exit_as_from_the_typer_command(repo, unbuffered):
+    """stdout's reader goes away before the report is written (`rocport scan ... | head -0`): the
+    exit status and stderr are the typer command's, whether the write or the flush at exit fails."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    env = {
+        **env,
+        "ROCPORT_CACHE_DIR": str(repo.parent / "cache"),
+        **({"PYTHONUNBUFFERED": "1"} if unbuffered else {}),
+    }
+    outcomes = []
+    for code in (ENTRY, TYPER_ONLY):
+        read, write_end = os.pipe()
+        os.close(read)  # nobody will read: every write raises EPIPE
+        with os.fdopen(write_end, "w") as closed_pipe:
+            proc = subprocess.run(
+                [sys.executable, "-c", code, "scan", "repo", "-f", "json"],
+                stdout=closed_pipe,
+                stderr=subprocess.PIPE,
+                text=True,
+                cwd=repo.parent,
+                env=env,
+                timeout=120,
+                check=False,
+            )
+        outcomes.append((proc.returncode, proc.stderr))
+    assert outcomes[0] == outcomes[1], outcomes
+    assert "Traceback" not in outcomes[0][1]
+
+
 def _modules_at_exit(args: list[str], cwd: Path) -> set[str]:
     probe = (
         "import atexit, sys\n"
