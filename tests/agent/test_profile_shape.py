@@ -4,8 +4,13 @@ takes unchanged, and reads the same scan settings from them; anything else is le
 from __future__ import annotations
 
 import copy
+import marshal
+import os
+import subprocess
+import sys
 import types
 import typing
+from pathlib import Path
 
 import annotated_types
 import pytest
@@ -15,6 +20,13 @@ from pydantic import BaseModel
 from agent.profile_shape import PROFILE_DIR, PROFILE_SHAPE, fits, scan_view
 from agent.profiles import PROFILE_DIR as BUNDLED
 from agent.profiles import Profile, ProfileError, load_profile, profile_names
+
+
+@pytest.fixture(autouse=True)
+def cache_dir(tmp_path, monkeypatch) -> Path:
+    """Parse memos of bundled profiles go to a directory of the test's own, not the user's cache."""
+    monkeypatch.setenv("ROCPORT_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
 
 
 def _shape(annotation, metadata=()) -> object:
@@ -138,3 +150,43 @@ def test_an_error_is_pydantics_own(tmp_path):
     with pytest.raises(ProfileError, match=r"p.yaml:4: serve_needs_gpu: "):
         load_profile(str(path))
     assert scan_view(str(path)) is None
+
+
+_PROBE = (
+    "import sys; from agent.profile_shape import scan_view; v = scan_view('vllm'); "
+    "print(v.name, v.hipify_at_build, v.rocm_sources.cmake, 'yaml' in sys.modules)"
+)
+
+
+def test_a_bundled_profile_is_parsed_once_then_read_back_without_pyyaml(cache_dir):
+    """Importing PyYAML is most of a profile read; a bundled profile's parse is remembered, so the
+    next `rocport scan --profile vllm` reads the same settings without it."""
+    env = {**os.environ, "ROCPORT_CACHE_DIR": str(cache_dir)}
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", _PROBE], capture_output=True, text=True, env=env, check=True, timeout=60
+        ).stdout.split()
+        for _ in range(2)
+    ]
+    assert runs == [["vllm", "True", "CMakeLists.txt", "True"], ["vllm", "True", "CMakeLists.txt", "False"]]
+
+
+def test_a_memo_of_other_bytes_or_of_nothing_readable_is_not_trusted(cache_dir):
+    assert scan_view("vllm").name == "vllm"
+    (memo,) = (cache_dir / "profiles").iterdir()
+    impostor = {"name": "impostor", "build": {"rocm": "make"}, "launch": {"command": "serve"}}
+    memo.write_bytes(marshal.dumps((b"name: impostor\n", impostor)))  # the file was edited since
+    assert _scan_part(scan_view("vllm")) == _scan_part(load_profile("vllm"))
+    memo.write_bytes(b"\x00 not marshal")
+    assert _scan_part(scan_view("vllm")) == _scan_part(load_profile("vllm"))
+    kept = marshal.loads(memo.read_bytes())  # noqa: S302 (the memo this test had written)
+    assert kept[0] == (BUNDLED / "vllm.yaml").read_bytes()  # and kept again
+
+
+def test_a_profile_named_by_path_is_parsed_every_time(tmp_path, cache_dir):
+    path = tmp_path / "mine.yaml"
+    path.write_text("name: mine\nbuild: {rocm: make}\nlaunch: {command: serve}\n")
+    assert scan_view(str(path)).name == "mine"
+    path.write_text("name: yours\nbuild: {rocm: make}\nlaunch: {command: serve}\n")
+    assert scan_view(str(path)).name == "yours"
+    assert not (cache_dir / "profiles").exists()  # no memo piles up per path a user passes
