@@ -11,8 +11,15 @@ from __future__ import annotations
 import re
 
 from agent.proposers.rules.base import Decline, Workspace, make_proposal, register
-from agent.proposers.rules.compat_header import include_spelling, includes_transitively, plan_compat
+from agent.proposers.rules.compat_header import (
+    NEW_HEADER,
+    include_spelling,
+    includes_transitively,
+    insert_block,
+    plan_compat,
+)
 from agent.proposers.rules.cpp import branches, include_of, line_platforms
+from agent.proposers.rules.half_intrinsics import shuffle_block
 from agent.proposers.rules.headers import target_file
 from agent.proposers.rules.repo_helpers import learn_helpers, reuse_helpers
 from tools.records import Failure, Proposal
@@ -215,6 +222,11 @@ class WarpIntrinsicFixer:
         compat = None
         if done:
             compat, compat_edit = plan_compat(ws, rel, {d.split(" -> ")[1] for d in done})
+            bf16 = shuffle_block(ws, rel, text) if compat else None  # HIP's __shfl* lack bf16 overloads
+            if bf16:
+                old_compat = compat_edit[0] if compat_edit else ws.read(compat)
+                base = compat_edit[1] if compat_edit else old_compat
+                compat_edit = (old_compat, insert_block(base, bf16) if base else NEW_HEADER.format(body=bf16))
             edits.update({compat: compat_edit} if compat and compat_edit else {})
             if compat and not includes_transitively(ws, rel, compat):
                 new = add_include(new, include_spelling(compat, rel))
