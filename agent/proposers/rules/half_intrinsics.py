@@ -4,6 +4,8 @@
   `__float2bfloat162_rn`, `__floats2bfloat162_rn`, the directed `__float2bfloat16_rz/_rd/_ru` (on the bits:
   truncate, then step the magnitude once when the dropped bits are not zero and the direction asks for it;
   NaN gives CUDA's canonical 0x7fff), and `__double2half` (clang's correctly rounded double -> _Float16).
+- `__hmax2`/`__hmin2` on `__half2` (HIP 6.4 has them for bf16 only): HIP's `__hmax`/`__hmin` per lane, which
+  return the other operand for one NaN, as CUDA's do.
 - Shuffles of `__hip_bfloat16`/`__hip_bfloat162`: HIP's `__shfl*` have no bf16 overloads (the call is
   ambiguous), so each moves the value's bits through the 32-bit shuffle: exact.
 Everything is under `#ifdef USE_ROCM`; nothing changes on CUDA.
@@ -45,7 +47,16 @@ DEFINITIONS = {
         "  return __ushort_as_bfloat16((unsigned short)((u >> 16) + (inexact && !negative)));\n}\n"
     ),
     "__double2half": f"{_HD} __half __double2half(double d) {{\n  return __half(static_cast<_Float16>(d));\n}}\n",
+    **{
+        name: (
+            f"{_HD} __half2 {name}(__half2 a, __half2 b) {{\n  return __halves2half2({one}(__low2half(a), "
+            f"__low2half(b)), {one}(__high2half(a), __high2half(b)));\n}}\n"
+        )
+        for name, one in (("__hmax2", "__hmax"), ("__hmin2", "__hmin"))
+    },
 }
+# HIP has these names for bf16 only: a half2 call finds no matching overload rather than no name.
+HALF2_ONLY = ("__hmax2", "__hmin2")
 NAME = re.compile(r"\b(" + "|".join(DEFINITIONS) + r")\b")
 SHUFFLE_MARK = "// bf16 warp shuffles on ROCm"
 _SHUFFLES = {"__shfl": "src", "__shfl_xor": "lane_mask", "__shfl_up": "delta", "__shfl_down": "delta"}
@@ -90,16 +101,17 @@ class HalfIntrinsicFixer:
     def propose(self, failure: Failure, ws: Workspace) -> Proposal | None:
         message = failure.message or ""
         ambiguous = _AMBIGUOUS.search(message)
-        if not ambiguous and (failure.symbol not in DEFINITIONS or "undeclared" not in message):
+        undeclared = "undeclared" in message or (
+            failure.symbol in HALF2_ONLY and "no matching function" in message
+        )
+        if not ambiguous and (failure.symbol not in DEFINITIONS or not undeclared):
             return None
         rel = target_file(failure)
         text = ws.read(rel)
         if text is None:
             return None
         have = compat_text(ws, rel)
-        missing = [
-            n for n in used_names(text, NAME) if not re.search(rf"\b{n}\s*\(\s*(?:float|double)", have)
-        ]
+        missing = [n for n in used_names(text, NAME) if f" {n}(" not in have]
         body = [
             f"{MARK}, with the same rounding (HIP's __float2bfloat16 rounds to nearest even).\n",
             "#ifdef USE_ROCM\n#include <hip/hip_bf16.h>\n#include <hip/hip_fp16.h>\n",
@@ -118,8 +130,8 @@ class HalfIntrinsicFixer:
             (
                 f"{rel}: {', '.join(done)}: CUDA declares them, ROCm 6.4's hip_bf16.h/hip_fp16.h do not; the compat "
                 f"header defines them under `#ifdef USE_ROCM` with CUDA's rounding (nearest even through HIP's "
-                f"__float2bfloat16; the directed forms on the bits) and bf16 shuffles on the value's bits. Nothing "
-                f"changes on CUDA."
+                f"__float2bfloat16; the directed forms on the bits; half2 max/min lane by lane with HIP's "
+                f"CUDA-like NaN rules) and bf16 shuffles on the value's bits. Nothing changes on CUDA."
             ),
             ws=ws,
         )

@@ -14,10 +14,12 @@ HEADER = """#pragma once
 #include <cuda_runtime.h>
 #ifdef USE_ROCM
 #include <hip/hip_bf16.h>
+#include <hip/hip_fp16.h>
 typedef __hip_bfloat16 __nv_bfloat16;
 typedef __hip_bfloat162 __nv_bfloat162;
 #else
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #endif
 
 // Scales a bf16 row and sums it across the warp in bf16.
@@ -28,6 +30,8 @@ __device__ inline __nv_bfloat16 scaled_sum(const __nv_bfloat16* row, float s, __
   pair[1] = __shfl_down_sync(0xffffffff, __float2bfloat162_rn(s), 1);
   return __hmax(v, __float2bfloat16_rz(s));
 }
+
+__device__ inline __half2 clamp2(__half2 x, __half2 lo, __half2 hi) { return __hmin2(__hmax2(x, lo), hi); }
 """
 UNIT = """#include "row.cuh"
 
@@ -67,6 +71,7 @@ def test_bf16_conversions_and_shuffles_compile_on_both(git_repo, rocm_image, nvc
     ):
         assert f" {name}(float" in compat, name  # all the file uses, at once
     assert "__float2bfloat16_ru" not in compat and "__double2half" not in compat  # only what it uses
+    assert " __hmax2(__half2 a" in compat and " __hmin2(__half2 a" in compat
     assert compat.count("__hip_bfloat16 __shfl_xor(") == 1  # the shuffles once
     assert not propose_for(conv, Workspace(root=root)).proposals  # a second run adds nothing
 
