@@ -6,7 +6,7 @@ import re
 
 from agent.proposers.rules.base import Decline, Workspace, register
 from agent.proposers.rules.cpp import include_of
-from agent.proposers.rules.headers import guard_include_block
+from agent.proposers.rules.headers import guard_include_block, including_file
 from agent.proposers.rules.libcudacxx import SHIMS, shim_proposal
 from tools.records import Failure, Proposal
 
@@ -95,6 +95,10 @@ class CubFixer:
             )
         if not header.startswith("cub/"):
             return None
+        rel = including_file(ws, failure, header)
+        if rel and any(include_of(ln) in SHIMS for ln in (ws.read(rel) or "").splitlines()):
+            # the block also includes libcu++ headers (cuda/functional for cuda::maximum): one edit for both
+            return shim_proposal(failure, ws, header, self.family, extra=_cub_headers)
         return guard_include_block(
             ws,
             failure,
@@ -116,7 +120,7 @@ class CudaStdFixer:
         if not header.startswith("cuda/"):
             return None
         if header in SHIMS:
-            return shim_proposal(failure, ws, header, "libcudacxx_atomic")
+            return shim_proposal(failure, ws, header, "libcudacxx_atomic", extra=_cub_headers)
         if header not in STD_HEADERS:
             leaf = header.rsplit("/", 1)[-1]
             why = (

@@ -10,6 +10,8 @@ __HIP_MEMORY_SCOPE_SYSTEM/AGENT/WORKGROUP/SINGLETHREAD. The file includes the co
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from agent.proposers.rules.base import Workspace, make_proposal
 from agent.proposers.rules.compat_header import (
     NEW_HEADER,
@@ -231,9 +233,12 @@ def includers(ws: Workspace, failure: Failure) -> dict[str, list[str]]:
     return {rel: hs for rel, hs in found.items() if hs}
 
 
-def shim_proposal(failure: Failure, ws: Workspace, header: str, family: str) -> Proposal | None:
+def shim_proposal(
+    failure: Failure, ws: Workspace, header: str, family: str, extra: Callable[[str], dict] | None = None
+) -> Proposal | None:
     """Each file that includes a shimmed libcu++ header includes the compat header instead on ROCm, and the
-    compat header (the repo's own, else a new one) gets each shim those files need, once."""
+    compat header (the repo's own, else a new one) gets each shim those files need, once. `extra` gives a
+    file's other include replacements of the same block (cub's), so one edit guards the whole block."""
     files = includers(ws, failure)
     if not files:
         return None
@@ -251,7 +256,8 @@ def shim_proposal(failure: Failure, ws: Workspace, header: str, family: str) -> 
     for rel in files:
         text = ws.read(rel) or ""
         mine = [f'#include "{include_spelling(compat, rel)}"']
-        edits[rel] = (text, guard_includes(text, {**block_replacements(text), **dict.fromkeys(SHIMS, mine)}))
+        others = {**block_replacements(text), **(extra(text) if extra else {})}
+        edits[rel] = (text, guard_includes(text, {**others, **dict.fromkeys(SHIMS, mine)}))
     headers = sorted({h for hs in files.values() for h in hs})
     return make_proposal(
         failure,

@@ -31,6 +31,34 @@ def _again(root, fail):
     return propose_for(fail, Workspace(root=root)).proposals
 
 
+CUB_MAX = """#include <cub/cub.cuh>
+#include <cuda/functional>
+
+__global__ void block_max(const float* in, float* out) {
+  using Reduce = cub::BlockReduce<float, 128>;
+  __shared__ typename Reduce::TempStorage tmp;
+  float m = Reduce(tmp).Reduce(in[threadIdx.x], cuda::maximum<>{});
+  if (threadIdx.x == 0) *out = m;
+}
+"""
+
+
+@pytest.mark.parametrize("first", ["cub/cub.cuh", "cuda/functional"])
+def test_cub_with_cuda_functional_in_one_block_is_one_proven_edit(git_repo, rocm_image, nvcc, first):
+    """CCCL 3 code reduces with cuda::maximum (cub::Max is gone): whichever include fails first, one edit
+    guards both (hipCUB, and the compat header's cuda::maximum), so the patch's own lines compile on ROCm."""
+    root = git_repo({"csrc/reduce.cu": CUB_MAX})
+    fail = failure("cub" if first.startswith("cub") else "cuda_std", "csrc/reduce.cu", first)
+    prop = propose(root, fail)
+    outcome = validate(root, image_toolchains(root, rocm_image, "gfx942"), prop, fail)
+    assert outcome.kept, outcome.reason
+    assert all(c.ok for c in outcome.checks), [c.detail for c in outcome.checks]  # hipcc, nvcc, CUDA -E
+    text = (root / "csrc/reduce.cu").read_text()
+    assert "namespace cub = hipcub;" in text and '#include "rocm_compat.h"' in text
+    assert "struct maximum" in (root / "csrc/rocm_compat.h").read_text()
+    assert not _again(root, fail)
+
+
 @pytest.mark.slow
 def test_cub_gets_hipcub_and_alias_and_builds_for_gfx942(git_repo, rocm_image, nvcc):
     root = git_repo({"csrc/reduce.cu": CUB})
