@@ -4,7 +4,7 @@ definitions of the same meaning in the compat header."""
 from __future__ import annotations
 
 from agent.proposers.rules import Workspace, propose_for
-from tests.agent.rules.helpers import device_code, failure, image_toolchains, propose, validate
+from tests.agent.rules.helpers import declines, device_code, failure, image_toolchains, propose, validate
 
 HEADER = """#pragma once
 #ifdef USE_ROCM
@@ -59,3 +59,41 @@ def test_a_coherence_load_is_not_turned_into_a_plain_one(git_repo):
     root = git_repo({"csrc/stream.cuh": "__device__ int f(const int* p) { return __ldcv(p); }\n"})
     fail = failure("compile_error", "csrc/stream.cuh", "__ldcv", "use of undeclared identifier '__ldcv'")
     assert not propose_for(fail, Workspace(root=root)).proposals
+
+
+def test_trap_and_byte_dot_products_keep_cuda_results(git_repo, rocm_image, nvcc):
+    """__dp4a sums the four signed (or unsigned) byte products into c: the constants fold to CUDA's values."""
+    unit = """#include <cuda_runtime.h>
+
+__global__ void k(int* s, unsigned* u) {
+  s[0] = __dp4a(int(0x80FF0102), int(0x7F020304), 5);
+  u[0] = __dp4a(0x80FF0102u, 0x7F020304u, 5u);
+  if (s[1] < 0) __trap();
+}
+"""
+    root = git_repo(
+        {"csrc/unit.cu": unit.replace("#include <cuda_runtime.h>\n", HEADER.split("\n\n")[0] + "\n")}
+    )
+    fail = failure("compile_error", "csrc/unit.cu", "__dp4a", "use of undeclared identifier '__dp4a'")
+    outcome = validate(root, image_toolchains(root, rocm_image, "gfx942"), propose(root, fail), fail)
+    assert outcome.kept, outcome.reason
+    assert all(c.ok for c in outcome.checks), [c.detail for c in outcome.checks]
+    ir = device_code(root, rocm_image, "-S -emit-llvm")
+    assert "i32 -16242" in ir and "i32 16782" in ir  # 8 + 3 - 2 - 128 * 127 + 5; 8 + 3 + 510 + 128 * 127 + 5
+    assert "llvm.trap" in ir
+    assert not propose_for(fail, Workspace(root=root)).proposals
+
+
+def test_texture_fetches_are_declined_for_cdna(git_repo):
+    root = git_repo(
+        {
+            "csrc/unit.cu": "__global__ void k(float* o, unsigned long long t) { o[0] = tex1Dfetch<float>(t, 0); }\n"
+        }
+    )
+    fail = failure(
+        "compile_error",
+        "csrc/unit.cu",
+        "tex1Dfetch<float, nullptr>",
+        "'tex1Dfetch<float, nullptr>' is unavailable: The image/texture API not supported on the device",
+    )
+    assert any("image instructions" in d for d in declines(root, fail))
