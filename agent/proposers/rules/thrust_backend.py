@@ -33,7 +33,7 @@ class ThrustBackendFixer:
     """`thrust::cuda` unknown on ROCm -> a namespace alias of rocThrust's `thrust::hip` in the compat header."""
 
     family = "thrust_backend"
-    kinds: tuple[str, ...] = ("compile_error", "cuda_api", "stream_api")
+    kinds: tuple[str, ...] = ("compile_error", "cuda_std", "cuda_api", "stream_api")
 
     def propose(self, failure: Failure, ws: Workspace) -> Proposal | None:
         if not _MISSING.search(failure.message or ""):

@@ -1,8 +1,8 @@
 """bf16/fp16/fp8 type names: the CUDA name becomes a typedef of the HIP type under USE_ROCM.
 
-bf16 maps to `__hip_bfloat16` (never the rocBLAS `hip_bfloat16` the compiler suggests). fp8 is keyed
-on HIP_FP8_TYPE_OCP / HIP_FP8_TYPE_FNUZ: gfx950 (MI355) has OCP e4m3fn like NVIDIA, gfx942 (MI300)
-only the fnuz encoding.
+bf16 maps to `__hip_bfloat16` (never the rocBLAS `hip_bfloat16` the compiler suggests). The fp8 scalars
+keep NVIDIA's OCP encoding through the compat header's software shim (fp8_ocp): gfx942 (MI300) has only
+the fnuz encoding, which would change values and bytes; the fp8 vector types are declined.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import re
 
 from agent.proposers.rules.base import Decline, Workspace, make_proposal, register
 from agent.proposers.rules.cpp import branches, guard_blocks, include_of, line_platforms
+from agent.proposers.rules.fp8_ocp import SCALARS, fp8_proposal
 from agent.proposers.rules.guard import guard_includes
 from agent.proposers.rules.headers import block_replacements, target_file
 from tools.records import Failure, Proposal
@@ -48,14 +49,9 @@ def family_of(symbol: str) -> str | None:
 
 
 def typedef_lines(family: str, names: list[str]) -> list[str]:
-    """The ROCm-side typedefs for the CUDA type names a file uses."""
-    if family != "fp8":
-        table = BF16 if family == "bf16" else FP16
-        return [f"typedef {table[n]} {n};" for n in names]
-    ocp = [f"typedef {FP8[n][0]} {n};" for n in names]
-    fnuz = [f"typedef {FP8[n][1]} {n};" for n in names]
-    # gfx942 device passes have only fnuz (OCP=0); gfx950 and host passes have OCP.
-    return ["#if HIP_FP8_TYPE_OCP", *ocp, "#else", *fnuz, "#endif"]
+    """The ROCm-side typedefs for the CUDA bf16/fp16 type names a file uses."""
+    table = BF16 if family == "bf16" else FP16
+    return [f"typedef {table[n]} {n};" for n in names]
 
 
 def _declared(text: str, name: str) -> bool:
@@ -110,7 +106,18 @@ class TypeNameFixer:
         text = ws.read(rel)
         if text is None or _declared(text, symbol):
             return None
-        table = {"bf16": list(BF16), "fp16": list(FP16), "fp8": list(FP8)}[family]
+        if family == "fp8":
+            if symbol not in SCALARS:
+                raise Decline(
+                    f"{symbol}: NVIDIA's fp8 vector types have no ROCm form that keeps their OCP encoding on "
+                    f"gfx942 (its fp8 is FNUZ: bias 8, +-240, 0x80 NaN; ROCm 6.4's OCP types convert on the host "
+                    f"and gfx950 only); the scalar __nv_fp8_e4m3/__nv_fp8_e5m2 get a software shim, vectors need "
+                    f"a rewrite over them by hand"
+                )
+            return fp8_proposal(
+                failure, ws, rel, [n for n in SCALARS if re.search(rf"\b{n}\b", text)] or [symbol]
+            )
+        table = {"bf16": list(BF16), "fp16": list(FP16)}[family]
         used = [n for n in table if re.search(rf"\b{re.escape(n)}\b", text) and not _declared(text, n)]
         names = used if symbol in used else [symbol, *used]
         new = _insert(text, family, typedef_lines(family, names))
@@ -119,13 +126,6 @@ class TypeNameFixer:
             f"({'__hip_bfloat16, not the rocBLAS hip_bfloat16' if family == 'bf16' else family}); "
             f"the CUDA code is unchanged."
         )
-        if family == "fp8":
-            why += (
-                " fp8 is keyed on HIP_FP8_TYPE_OCP: gfx950 gets OCP e4m3fn (same encoding as NVIDIA), gfx942 "
-                "device code the fnuz types. Value conversions are exact; raw fp8 bytes from e4m3fn checkpoints "
-                "still need the fp8_layout normalisation on gfx942, and host passes see the OCP type, so keep "
-                "fp8 types out of __global__ signatures. Only running the kernel proves the numerics."
-            )
         return make_proposal(failure, self.family, {rel: (text, new)}, why, ws=ws)
 
 

@@ -41,19 +41,23 @@ def test_bf16_typedef_uses_hip_bfloat16_and_builds_for_both_targets(git_repo, ro
     assert not _again(root, fail)
 
 
-def test_fp8_typedef_is_keyed_on_ocp_vs_fnuz(git_repo, rocm_image, nvcc):
+def test_fp8_keeps_the_ocp_encoding_and_builds_for_both_targets(git_repo, rocm_image, nvcc):
+    """gfx942's fp8 is FNUZ: the CUDA type becomes the compat header's OCP byte, never HIP's FNUZ type."""
     root = git_repo({"csrc/q.cu": FP8})
     fail = failure("fp8_type", "csrc/q.cu", "__nv_fp8_e4m3")
     prop = propose(root, fail)
-    assert "+#if HIP_FP8_TYPE_OCP\n+typedef __hip_fp8_e4m3 __nv_fp8_e4m3;\n+#else\n" in prop.diff
-    assert "+typedef __hip_fp8_e4m3_fnuz __nv_fp8_e4m3;" in prop.diff
-    assert "running the kernel" in prop.rationale
+    assert (
+        "+typedef rocm_compat_fp8_ocp<3, 7, 0x7eu> __nv_fp8_e4m3;" in prop.diff and "_fnuz" not in prop.diff
+    )
     for arch in ("gfx942", "gfx950"):
         outcome = validate(root, image_toolchains(root, rocm_image, arch), prop, fail)
         assert outcome.kept, outcome.reason
+        assert all(c.ok for c in outcome.checks), [c.detail for c in outcome.checks]
         if arch == "gfx942":
             (root / "csrc/q.cu").write_text(FP8)
+            (root / "csrc/rocm_compat.h").unlink()
     assert not _again(root, fail)
+    assert "vector" in declines(root, failure("fp8_type", "csrc/q.cu", "__nv_fp8x4_e4m3"))[0]
 
 
 def test_declines_rocblas_suggestion_and_old_rocm(git_repo):
