@@ -8,7 +8,8 @@ scopes of `__builtin_amdgcn_fence`). So `ld.{relaxed,acquire}.<scope>` becomes `
 `__hip_atomic_fetch_<op>` (no order: relaxed, no scope: gpu, as PTX defines), `atom.cas d, [a], b, c`
 (d = old *a; *a = c where it equalled b) `__hip_atomic_compare_exchange_strong` (whose `expected` ends up
 holding the old value either way; its failure order drops the release half), `fence.{sc,acq_rel}.<scope>`
-and `membar.{cta,gl,sys}` (= fence.sc) `__builtin_amdgcn_fence`. A weak `st` becomes a plain store
+and `membar.{cta,gl,sys}` (= fence.sc) `__builtin_amdgcn_fence`. `prefetch{,u}.{global,local}.{L1,L2}` (a cache
+hint) becomes nothing: the address is evaluated and dropped. A weak `st` becomes a plain store
 (`.cs`: nontemporal, `.volatile`: volatile). Only global or generic addresses, integer types; `.cluster`
 scope, vectors and cache-level qualifiers leave the statement untranslated (None).
 """
@@ -63,6 +64,10 @@ def memory_instr(block: Block, parts: list[str], args: list[str]) -> str | None:
         return f"__builtin_amdgcn_fence({ORDERS[parts[1]]}, {FENCE_SCOPES[parts[2]]});" if not args else None
     if parts[0] == "membar" and len(parts) == 2 and parts[1] in MEMBAR and not args:
         return f"__builtin_amdgcn_fence(__ATOMIC_SEQ_CST, {FENCE_SCOPES[MEMBAR[parts[1]]]});"
+    if parts[0] in ("prefetch", "prefetchu") and len(args) == 1 and parts[-1].split("::")[0] in ("L1", "L2"):
+        # a cache hint only: gfx9 has no data prefetch instruction, so nothing is issued (same results)
+        addr = block.address(args[0]) if set(parts[1:-1]) <= {"global", "local"} else None
+        return f"(void)({addr});" if addr else None
     q = _Qualifiers([p for p in parts[1:] if p != "cas"])
     if parts[0] not in ("ld", "st", "red", "atom") or not q.clean:
         return None

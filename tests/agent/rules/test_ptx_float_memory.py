@@ -187,3 +187,26 @@ def test_forms_outside_the_subset_stay_untranslated():
     )
     assert translate("rcp.approx.f32 %0, %1", [("f", "y")], [("r", "bits")]) is None  # an int is no float
     assert translate("lop3.b32 %0, %1, %1, %1, 0x96", [("r", "d")], [("f", "x")]) is None  # nor the reverse
+
+
+PREFETCH_KERNEL = r"""#include <cstdint>
+
+// Prefetches the next tile's rows into L2 and reads the current one with a global timer stamp.
+__device__ __forceinline__ float read_tile(const float* cur, const float* next, uint64_t* stamp) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(next));
+  asm volatile("prefetch.global.L2::evict_last [%0+128];" ::"l"(next));
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  *stamp = t;
+  return *cur;
+}
+
+__global__ void k(const float* a, float* o, uint64_t* s) { o[threadIdx.x] = read_tile(a, a + 256, s); }
+"""
+
+
+def test_prefetch_hints_become_nothing(git_repo, rocm_image, nvcc):
+    """A prefetch is only a cache hint: on ROCm its address is evaluated and dropped, the kernel's results kept."""
+    _root, prop = prove_inline_ptx(git_repo, rocm_image, PREFETCH_KERNEL, "prefetch.global.L2", "l")
+    assert "+  (void)(next);" in prop.diff
+    assert "+  (void)(reinterpret_cast<const char*>(next) + 128);" in prop.diff
