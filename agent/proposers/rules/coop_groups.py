@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from agent.proposers.rules.base import Workspace, make_proposal, register
+from agent.proposers.rules.base import Decline, Workspace, make_proposal, register
 from agent.proposers.rules.compat_header import add_block, compat_text
 from agent.proposers.rules.headers import target_file
 from tools.records import Failure, Proposal
@@ -17,6 +17,7 @@ from tools.records import Failure, Proposal
 _MISSING = re.compile(
     r"no (?:member|template) named '(reduce|plus|less|greater)' in namespace '(?:cooperative_groups|cg)'"
 )
+_TILE_VOTE = re.compile(r"no member named '(any|all|ballot|match_any|match_all)' in 'cooperative_groups::")
 MARK = "// cooperative_groups::reduce on ROCm"
 BLOCK = f"""\
 {MARK}: HIP's cooperative groups have no reduce or reduction operators. A tile
@@ -55,6 +56,14 @@ class CoopGroupsReduceFixer:
     kinds: tuple[str, ...] = ("compile_error",)
 
     def propose(self, failure: Failure, ws: Workspace) -> Proposal | None:
+        vote = _TILE_VOTE.search(failure.message or "")
+        if vote:
+            raise Decline(
+                f"{vote.group(1)} on a cooperative-groups tile: HIP 6.4 declares the tile votes (any, all, ballot, "
+                f"match_*) only when HIP_ENABLE_WARP_SYNC_BUILTINS is defined before the first HIP header of the "
+                f"unit, which a source edit cannot guarantee; add -DHIP_ENABLE_WARP_SYNC_BUILTINS to the ROCm build "
+                f"(then HIP's *_sync intrinsics, which want 64-bit masks, are declared too)"
+            )
         if not _MISSING.search(failure.message or ""):
             return None
         rel = target_file(failure)

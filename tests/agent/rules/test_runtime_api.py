@@ -110,6 +110,17 @@ def test_cg_reduce_becomes_a_tile_reduction_on_rocm(git_repo, rocm_image, nvcc):
     assert [c.detail for c in outcome.checks if c.name.startswith("hipcc")] == ["compiles"]
 
 
+def test_tile_votes_are_declined_with_the_build_flag_that_declares_them(git_repo):
+    root = git_repo({"csrc/k.cu": "__global__ void k(int* o) { if (warp.any(o[0])) o[1] = 1; }\n"})
+    fail = failure(
+        "compile_error",
+        "csrc/k.cu",
+        "any",
+        "no member named 'any' in 'cooperative_groups::thread_block_tile<32>'",
+    )
+    assert any("-DHIP_ENABLE_WARP_SYNC_BUILTINS" in d for d in declines(root, fail))
+
+
 def test_grid_constant_expands_to_nothing_on_rocm(git_repo, rocm_image, nvcc):
     kernel = (
         "#ifdef USE_ROCM\n#include <hip/hip_runtime.h>\n#endif\nstruct Params { int n; float* out; };\n\n"
