@@ -13,7 +13,13 @@ from agent.proposers.rules.base import Decline, Workspace, make_proposal, regist
 from agent.proposers.rules.compat_header import add_block, compat_location, compat_text, find_compat
 from agent.proposers.rules.cpp import line_platforms
 from agent.proposers.rules.headers import target_file
-from agent.proposers.rules.runtime_names import LAUNCH_EX, LAUNCH_EX_NAMES, RUNTIME
+from agent.proposers.rules.runtime_names import (
+    KERNEL_CALLS,
+    LAUNCH_EX,
+    LAUNCH_EX_NAMES,
+    RUNTIME,
+    kernel_call_shim,
+)
 from tools.records import Failure, Proposal
 
 _CUDA_NAME = re.compile(r"\bcuda[A-Z]\w*")
@@ -50,7 +56,11 @@ def _closure(ws: Workspace, rel: str) -> list[str]:
 
 def runtime_block(names: list[str], header_text: str, mapping: dict[str, str]) -> str:
     """The `#ifdef USE_ROCM` block that defines `names` (and the launch-with-attributes shim when used)."""
-    defines = [f"#define {n} {mapping[n]}\n" for n in names if n in mapping]
+    defines = [
+        kernel_call_shim(n) if n in KERNEL_CALLS else f"#define {n} {mapping[n]}\n"
+        for n in names
+        if n in mapping or n in KERNEL_CALLS
+    ]
     launch = [LAUNCH_EX] if any(n in LAUNCH_EX_NAMES for n in names) else []
     head = [] if "hip/hip_runtime.h" in header_text else ["#include <hip/hip_runtime.h>\n"]
     return "".join(
@@ -104,7 +114,9 @@ class RuntimeApiFixer:
             symbol,
         ]
         missing = [
-            n for n in dict.fromkeys(used) if (n in mapping or n in LAUNCH_EX_NAMES) and n not in defined
+            n
+            for n in dict.fromkeys(used)
+            if (n in mapping or n in LAUNCH_EX_NAMES or n in KERNEL_CALLS) and n not in defined
         ]
         edits = add_block(ws, rel, runtime_block(missing, old, mapping) if missing else None)
         compat = next((f for f in edits if f != rel), find_compat(ws, rel))
@@ -113,6 +125,12 @@ class RuntimeApiFixer:
         shim = (
             " cudaLaunchKernelEx launches plainly (its attributes are dropped)."
             if any(n in LAUNCH_EX_NAMES for n in missing)
+            else ""
+        )
+        shim += (
+            " cudaFuncSetAttribute/cudaFuncSetCacheConfig take the kernel itself, as CUDA's templates do, and "
+            "pass it to HIP as const void*."
+            if any(n in KERNEL_CALLS for n in missing)
             else ""
         )
         return make_proposal(

@@ -104,3 +104,23 @@ static inline hipError_t cudaLaunchKernelEx(const cudaLaunchConfig_t* config, vo
   return hipGetLastError();
 }
 """
+
+# Runtime calls that take a kernel: CUDA's C++ API has templates over the kernel's type, HIP 6.4 only
+# `const void*` ("no matching function" for a kernel name). name -> (HIP call, parameters, arguments).
+KERNEL_CALLS = {
+    "cudaFuncSetAttribute": (
+        "hipFuncSetAttribute",
+        "F* func, hipFuncAttribute attr, int value",
+        "attr, value",
+    ),
+    "cudaFuncSetCacheConfig": ("hipFuncSetCacheConfig", "F* func, hipFuncCache_t config", "config"),
+}
+
+
+def kernel_call_shim(name: str) -> str:
+    """A template taking the kernel as CUDA's does, passing it to the HIP call as `const void*`."""
+    hip, params, rest = KERNEL_CALLS[name]
+    return (
+        f"template <typename F>\ninline hipError_t rocm_compat_{name}({params}) {{\n"
+        f"  return {hip}(reinterpret_cast<const void*>(func), {rest});\n}}\n#define {name} rocm_compat_{name}\n"
+    )

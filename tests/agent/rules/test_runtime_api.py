@@ -121,6 +121,48 @@ def test_tile_votes_are_declined_with_the_build_flag_that_declares_them(git_repo
     assert any("-DHIP_ENABLE_WARP_SYNC_BUILTINS" in d for d in declines(root, fail))
 
 
+SMEM = """#include <cuda_runtime.h>
+
+// A kernel with 96 KiB of dynamic shared memory, opted in before its launch.
+__global__ void __launch_bounds__(256) big_tile(float* out) {
+  extern __shared__ float tile[];
+  tile[threadIdx.x] = out[threadIdx.x];
+  __syncthreads();
+  out[threadIdx.x] = tile[255 - threadIdx.x];
+}
+
+cudaError_t launch_big_tile(float* out, cudaStream_t stream) {
+  const int smem = 96 * 1024;
+  cudaError_t err = cudaFuncSetAttribute(big_tile, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  if (err != cudaSuccess) return err;
+  cudaFuncSetCacheConfig(big_tile, cudaFuncCachePreferShared);
+  big_tile<<<1, 256, smem, stream>>>(out);
+  return cudaGetLastError();
+}
+"""
+
+
+def test_kernel_attribute_calls_take_the_kernel_as_on_cuda(git_repo, rocm_image, nvcc):
+    """CUDA's cudaFuncSetAttribute is a template over the kernel; HIP 6.4's takes const void* only."""
+    root = git_repo({"csrc/unit.cu": SMEM.replace("#include <cuda_runtime.h>\n", _GUARDED_RUNTIME)})
+    fail = failure(
+        "cuda_api",
+        "csrc/unit.cu",
+        "cudaFuncSetAttribute",
+        "use of undeclared identifier 'cudaFuncSetAttribute'; did you mean 'hipFuncSetAttribute'?",
+    )
+    outcome = validate(root, image_toolchains(root, rocm_image, "gfx942"), propose(root, fail), fail)
+    assert outcome.kept, outcome.reason
+    assert all(c.ok for c in outcome.checks), [c.detail for c in outcome.checks]  # hipcc, nvcc, CUDA -E
+    compat = (root / "csrc/rocm_compat.h").read_text()
+    assert "return hipFuncSetAttribute(reinterpret_cast<const void*>(func), attr, value);" in compat
+    assert "#define cudaFuncSetCacheConfig rocm_compat_cudaFuncSetCacheConfig" in compat
+    assert not propose_for(fail, Workspace(root=root)).proposals
+
+
+_GUARDED_RUNTIME = "#ifdef USE_ROCM\n#include <hip/hip_runtime.h>\n#else\n#include <cuda_runtime.h>\n#endif\n"
+
+
 def test_grid_constant_expands_to_nothing_on_rocm(git_repo, rocm_image, nvcc):
     kernel = (
         "#ifdef USE_ROCM\n#include <hip/hip_runtime.h>\n#endif\nstruct Params { int n; float* out; };\n\n"
