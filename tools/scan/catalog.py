@@ -192,8 +192,8 @@ def _type_construct(name: str) -> Construct | None:
         return Construct(
             "fp8_type",
             "fp8_fnuz_ocp",
-            "CUDA fp8 type; key ROCm's on HIP_FP8_TYPE_FNUZ/OCP (gfx942 is fnuz, gfx950 is OCP)",
-            f"{hip} (OCP, gfx950) / {hip}_fnuz (gfx942)",
+            "CUDA fp8 type; gfx942's fp8 is FNUZ (other bias, range, NaN): keep NVIDIA's OCP bytes in software",
+            f"an OCP fp8 shim (rocport's compat header); {hip} only on gfx950 (OCP natively)",
         )
     if "half" in low:
         return Construct("fp16_type", "hip_fp16_typedef", "CUDA-specific half type", "__half")

@@ -32,8 +32,9 @@ RULE_HELP: dict[str, str] = {
     "bf16_type": "CUDA bf16 type. Use __hip_bfloat16 through a typedef under USE_ROCM (not the rocBLAS "
     "hip_bfloat16 the compiler suggests).",
     "fp16_type": "CUDA-specific half type. Use __half/__half2 from hip/hip_fp16.h under USE_ROCM.",
-    "fp8_type": "CUDA fp8 type. Key the ROCm type on HIP_FP8_TYPE_FNUZ / HIP_FP8_TYPE_OCP: gfx942 is "
-    "fnuz, gfx950 is OCP e4m3fn.",
+    "fp8_type": "CUDA fp8 type. gfx942's fp8 is FNUZ (bias 8, +-240, 0x80 NaN), so HIP's FNUZ types change "
+    "values and bytes: keep NVIDIA's OCP encoding in software (rocport's compat-header shim); gfx950 has OCP "
+    "e4m3fn natively.",
     "stream_api": "CUDA runtime or driver API outside a ROCm branch. Runtime calls have hip* twins; the "
     "driver entry-point/TMA API (cuGetProcAddress, cuTensorMapEncode*) has none: guard it.",
     "cublas": "cuBLAS API. Use hipBLAS (hipblas* names, hipDataType on ROCm 7).",
