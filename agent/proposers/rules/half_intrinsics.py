@@ -59,18 +59,31 @@ DEFINITIONS = {
 HALF2_ONLY = ("__hmax2", "__hmin2")
 NAME = re.compile(r"\b(" + "|".join(DEFINITIONS) + r")\b")
 SHUFFLE_MARK = "// bf16 warp shuffles on ROCm"
-_SHUFFLES = {"__shfl": "src", "__shfl_xor": "lane_mask", "__shfl_up": "delta", "__shfl_down": "delta"}
+# HIP's own parameter types, so that its overloads stay at least as good for every other value type
+_SHUFFLES = {
+    "__shfl": "int src_lane",
+    "__shfl_xor": "int lane_mask",
+    "__shfl_up": "unsigned int lane_delta",
+    "__shfl_down": "unsigned int lane_delta",
+}
 SHUFFLES = (
     (
         f"{SHUFFLE_MARK}: HIP's __shfl* have no bf16 overloads; the bits travel through the 32-bit shuffle.\n"
-        "#ifdef USE_ROCM\n#include <hip/hip_bf16.h>\n"
+        "// Templates viable for exactly the bf16 types, so no other call can become ambiguous.\n"
+        "#ifdef USE_ROCM\n#include <hip/hip_bf16.h>\n#include <type_traits>\n"
     ),
     {
-        fn: f"__device__ inline __hip_bfloat16 {fn}(__hip_bfloat16 v, int {arg}, int width = warpSize) {{\n"
-        f"  return __ushort_as_bfloat16((unsigned short){fn}((int)__bfloat16_as_ushort(v), {arg}, width));\n}}\n"
-        f"__device__ inline __hip_bfloat162 {fn}(__hip_bfloat162 v, int {arg}, int width = warpSize) {{\n"
-        "  unsigned bits;\n  __builtin_memcpy(&bits, &v, 4);\n"
-        f"  bits = {fn}(bits, {arg}, width);\n  __builtin_memcpy(&v, &bits, 4);\n  return v;\n}}\n"
+        fn: "".join(
+            f"template <typename T, typename std::enable_if<std::is_same<T, {t}>::value, int>::type = 0>\n"
+            f"__device__ inline T {fn}(T v, {arg}, int width = warpSize) {{\n"
+            f"  {bits} b;\n  __builtin_memcpy(&b, &v, sizeof b);\n"
+            f"  b = ({bits}){fn}(({wide})b, {arg.split()[-1]}, width);\n  __builtin_memcpy(&v, &b, sizeof b);\n"
+            "  return v;\n}\n"
+            for t, bits, wide in (
+                ("__hip_bfloat16", "unsigned short", "int"),
+                ("__hip_bfloat162", "unsigned", "unsigned"),
+            )
+        )
         for fn, arg in _SHUFFLES.items()
     },
 )

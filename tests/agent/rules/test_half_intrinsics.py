@@ -28,6 +28,9 @@ __device__ inline __nv_bfloat16 scaled_sum(const __nv_bfloat16* row, float s, __
   for (int o = 16; o > 0; o /= 2) v = __hadd(v, __shfl_xor_sync(0xffffffff, v, o));
   pair[0] = __floats2bfloat162_rn(__bfloat162float(v), s);
   pair[1] = __shfl_down_sync(0xffffffff, __float2bfloat162_rn(s), 1);
+  unsigned rank = threadIdx.x;  // a 32-bit shuffle in the same file stays HIP's own (vLLM's topk histogram)
+  for (int o = 1; o < 32; o *= 2) rank += __shfl_up_sync(0xffffffff, rank, o);
+  pair[2] = __floats2bfloat162_rn(float(rank), s);
   return __hmax(v, __float2bfloat16_rz(s));
 }
 
@@ -36,7 +39,7 @@ __device__ inline __half2 clamp2(__half2 x, __half2 lo, __half2 hi) { return __h
 UNIT = """#include "row.cuh"
 
 __global__ void k(const __nv_bfloat16* rows, __nv_bfloat16* out, __nv_bfloat162* pairs, float s) {
-  out[blockIdx.x] = scaled_sum(rows + blockIdx.x * 32, s, pairs + 2 * blockIdx.x);
+  out[blockIdx.x] = scaled_sum(rows + blockIdx.x * 32, s, pairs + 3 * blockIdx.x);
 }
 """
 
@@ -57,7 +60,10 @@ def test_bf16_conversions_and_shuffles_compile_on_both(git_repo, rocm_image, nvc
     first = validate(root, tools, propose(root, warp), warp)  # the warp rule brings the bf16 shuffles along
     assert first.applied, first.reason
     compat = (root / "csrc/rocm_compat.h").read_text()
-    assert "__hip_bfloat16 __shfl_xor(__hip_bfloat16 v" in compat
+    assert (
+        "std::is_same<T, __hip_bfloat16>::value" in compat
+        and "inline T __shfl_xor(T v, int lane_mask" in compat
+    )
     conv = _fail("__float2bfloat16_rn", "use of undeclared identifier '__float2bfloat16_rn'")
     outcome = validate(root, tools, propose(root, conv), conv)
     assert outcome.kept, outcome.reason
@@ -72,7 +78,7 @@ def test_bf16_conversions_and_shuffles_compile_on_both(git_repo, rocm_image, nvc
         assert f" {name}(float" in compat, name  # all the file uses, at once
     assert "__float2bfloat16_ru" not in compat and "__double2half" not in compat  # only what it uses
     assert " __hmax2(__half2 a" in compat and " __hmin2(__half2 a" in compat
-    assert compat.count("__hip_bfloat16 __shfl_xor(") == 1  # the shuffles once
+    assert compat.count("inline T __shfl_xor(") == 2  # the shuffles once (bf16 and bf162)
     assert not propose_for(conv, Workspace(root=root)).proposals  # a second run adds nothing
 
 
