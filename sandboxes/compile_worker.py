@@ -115,8 +115,8 @@ def serve(spool: str) -> None:
     cores = max(2, os.cpu_count() or 2)
     cancel = os.path.join(spool, CANCEL_WARMUPS)
     pool = ThreadPoolExecutor(cores)
-    # half as many warm-ups as cores: idle cores are filled without doubling a big build's memory use
-    idle_pool = ThreadPoolExecutor(max(1, cores // 2), initializer=_idle_priority)
+    # half as many warm-ups as cores (two at least): idle cores fill without doubling a big build's memory
+    idle_pool = ThreadPoolExecutor(max(2, cores // 2), initializer=_idle_priority)
     try:
         while os.path.isdir(req) and os.getppid() == owner:
             if os.path.exists(cancel):

@@ -317,7 +317,7 @@ def test_a_warm_up_whose_input_changed_under_it_is_not_kept(
 
 def test_a_starting_build_cancels_the_warm_ups(service: CompileService, repo: Path, tmp_path: Path):
     cmd = _compiler(repo, "cchang", "sleep 60")
-    many = (os.cpu_count() or 2) + 2  # some running (half as many as cores), some still queued
+    many = (os.cpu_count() or 2) + 2  # some running (half as many as cores, two at least), some queued
     for i in range(many):
         service.submit(cmd.format(src="a.c", out=tmp_path / f"w{i}.o"), mode="warmup")
     deadline = time.monotonic() + 30
