@@ -223,7 +223,7 @@ class WarpIntrinsicFixer:
         if done:
             compat, compat_edit = plan_compat(ws, rel, {d.split(" -> ")[1] for d in done})
             bf16 = shuffle_block(ws, rel, text) if compat else None  # HIP's __shfl* lack bf16 overloads
-            if bf16:
+            if bf16 and compat:  # (bf16 is only found where there is a compat header)
                 old_compat = compat_edit[0] if compat_edit else ws.read(compat)
                 base = compat_edit[1] if compat_edit else old_compat
                 compat_edit = (old_compat, insert_block(base, bf16) if base else NEW_HEADER.format(body=bf16))
