@@ -96,7 +96,11 @@ def _store(
     deps: list[list[str]] | None = None,
 ) -> None:
     """Keep a compile's answer (and object). `deps`: what it read; with them a success that printed
-    warnings is found by its line-marker-free input too, while its warnings name no changed file."""
+    warnings is found by its line-marker-free input too, while its warnings name no changed file.
+    A compile killed by a signal (a cancelled warm-up, the OOM killer) is no answer and is kept nowhere:
+    killed after it wrote its dependency file, it was once stored as a failure with no message."""
+    if result["returncode"] < 0:
+        return
     os.makedirs(os.path.join(cache, "e"), exist_ok=True)
     os.makedirs(os.path.join(cache, "l"), exist_ok=True)
     if result["returncode"] == 0:
@@ -176,7 +180,7 @@ def _depend_compile(
         _store(cache, key, None, key_argv, result, obj_path, deps)
         if read_text(os.path.join(cache, "e", key + ".json")):
             remember(cache, key_argv, cwd, deps, key)
-    elif key_failure and not result["timed_out"] and result["returncode"] != 0:
+    elif key_failure and not result["timed_out"] and result["returncode"] > 0:
         pre = run_argv(pre_argv, cwd, timeout, env)
         if pre["returncode"] == 0:
             exact, loose = _keys(key_argv, pre["_raw_stdout"])
@@ -240,27 +244,13 @@ def cached_compile(
     parts = split_compile(argv)
     if parts is None or not cache:
         return {**run_argv(argv, cwd, timeout, env), "cached": ""}
-    return _cached_compile(argv, parts, cwd, cache, timeout, env, depend or warmup, edited, warmup)
-
-
-def _cached_compile(
-    argv: list[str],
-    parts: tuple[list[str], list[str], str],
-    cwd: str,
-    cache: str,
-    timeout: float | None,
-    env: dict[str, str] | None,
-    depend: bool,
-    edited: bool,
-    warmup: bool,
-) -> Result:
     key_argv, pre_argv, obj = parts
     started = time.monotonic()
     obj_path = obj if os.path.isabs(obj) else os.path.join(cwd, obj)
     meta, name = direct(cache, key_argv, cwd)
     if meta is not None and name is not None:
         return _reuse(cache, meta, name, "direct", obj_path, argv, started)
-    if depend or edited:
+    if depend or edited or warmup:
         return _depend_compile(argv, parts, cwd, cache, timeout, env, obj_path, started, edited, warmup)
     pre = run_argv(pre_argv, cwd, timeout, env)
     if pre["returncode"] != 0:  # a preprocessor error is the compile's own result: run it as is

@@ -321,27 +321,49 @@ def test_a_starting_build_cancels_the_warm_ups(service: CompileService, repo: Pa
     for i in range(many):
         service.submit(cmd.format(src="a.c", out=tmp_path / f"w{i}.o"), mode="warmup")
     deadline = time.monotonic() + 30
-    while not _idle_sleepers() and time.monotonic() < deadline:
+    while not _idle_sleepers(repo) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert _idle_sleepers(), "no warm-up started"
+    assert _idle_sleepers(repo), "no warm-up started"
     service.cancel_warmups()
     deadline = time.monotonic() + 10
-    while _idle_sleepers() and time.monotonic() < deadline:
+    while _idle_sleepers(repo) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _idle_sleepers()  # killed, not left to hold a core or memory during the build
+    assert not _idle_sleepers(repo)  # killed, not left to hold a core or memory during the build
     time.sleep(1)
     assert not list((service.spool / "req").glob("*.json"))  # the queued ones were dropped, not run
     assert service.run(CC.format(src="b.c", out=tmp_path / "b.o")).ok  # the service itself carries on
 
 
-def _idle_sleepers() -> list[str]:
-    """PIDs of `sleep 60` processes at nice 19 (our hanging warm-up compilers)."""
+def test_a_warm_up_killed_after_it_read_its_input_leaves_no_answer(
+    service: CompileService, repo: Path, tmp_path: Path
+):
+    # cc has written the object and its dependency file, then the compiler hangs and the build's start
+    # kills it: once that was kept as a failure with no message, and the build was answered from it
+    cmd = _compiler(repo, "cclate", ":", after="[ -e hang ] && sleep 60")
+    (repo / "hang").write_text("")
+    rid = service.submit(cmd.format(src="a.c", out=tmp_path / "warm.o"), mode="warmup")
+    deadline = time.monotonic() + 30
+    while not _idle_sleepers(repo) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _idle_sleepers(repo), "the warm-up never reached its hang"
+    service.cancel_warmups()
+    assert not service.wait(rid, "warm-up", 30).ok
+    (repo / "hang").unlink()
+    build = service.wait(service.submit(cmd.format(src="a.c", out=tmp_path / "a.o"), mode="depend"), "b", 60)
+    assert build.ok, build.stderr
+    assert (service.cache_dir / "ledger").read_text().splitlines()[-1].startswith("miss\t")
+
+
+def _idle_sleepers(repo: Path) -> list[str]:
+    """PIDs of `sleep` processes at nice 19 working in `repo` (this test's hanging warm-up compilers, not
+    another test's running beside it)."""
     found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             text = stat.read_text()
+            cwd = os.readlink(stat.parent / "cwd")
         except OSError:
             continue
-        if "(sleep)" in text and text.rsplit(")", 1)[1].split()[16] == "19":
+        if "(sleep)" in text and text.rsplit(")", 1)[1].split()[16] == "19" and Path(cwd) == repo.resolve():
             found.append(stat.parent.name)
     return found
