@@ -16,8 +16,7 @@ from __future__ import annotations
 import re
 
 from agent.proposers.rules.base import Workspace, make_proposal, register
-from agent.proposers.rules.compat_header import add_block, compat_text
-from agent.proposers.rules.headers import target_file
+from agent.proposers.rules.compat_header import add_block, compat_view
 from tools.records import Failure, Proposal
 
 WORD16 = """\
@@ -126,11 +125,10 @@ class Atomics16Fixer:
         scoped = _BLOCK.fullmatch(failure.symbol or "") and "undeclared" in message
         if not call and not scoped:
             return None
-        rel = target_file(failure)
-        text = ws.read(rel)
-        if text is None:
+        view = compat_view(ws, failure)
+        if view is None:
             return None
-        have = compat_text(ws, rel)
+        rel, text, have = view
         wanted = [t for t in FOR_CALL[call.group(1)] if re.search(OVERLOADS[t][0], text)] if call else []
         defs = [OVERLOADS[t][2] for t in wanted if OVERLOADS[t][2].split("{")[0] not in have]
         helpers = [h for h in (WORD16, WORD32) if any(OVERLOADS[t][1] == h for t in wanted)]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from agent.proposers.rules.base import Workspace, make_proposal, register
-from agent.proposers.rules.compat_header import add_block, compat_text
+from agent.proposers.rules.compat_header import add_block, compat_view
 from agent.proposers.rules.headers import target_file
 from tools.records import Failure, Proposal
 
@@ -106,10 +106,10 @@ class ClangDialectFixer:
         )
 
     def _sincos(self, failure: Failure, ws: Workspace, name: str) -> Proposal | None:
-        rel = target_file(failure)
-        if ws.read(rel) is None:
+        view = compat_view(ws, failure)
+        if view is None:
             return None
-        have = compat_text(ws, rel)
+        rel, _, have = view
         missing = [n for n in SINCOS if f" {n}(float x" not in have]
         if name not in missing:
             return None

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from agent.patch.units import HEADER_EXTS, include_graph, source_files
 from agent.proposers.rules.base import Decline, Workspace
+from agent.proposers.rules.headers import target_file
+from tools.records import Failure
 
 COMPAT_NAME = "rocm_compat.h"
 # name -> (ROCm definition, CUDA definition). WARP32_* keep 32-lane logical warps on ROCm;
@@ -118,6 +120,16 @@ def compat_text(ws: Workspace, file: str) -> str:
     """The text of the compat header `file` would use ('' when the repo has none yet)."""
     compat = find_compat(ws, file)
     return (ws.read(compat) or "") if compat else ""
+
+
+def compat_view(ws: Workspace, failure: Failure) -> tuple[str, str, str] | None:
+    """The file a compat-header rule patches, its text and its compat header's text ('' when the repo has
+    none yet); None when the file cannot be read."""
+    rel = target_file(failure)
+    text = ws.read(rel)
+    if text is None:
+        return None
+    return rel, text, compat_text(ws, rel)
 
 
 def compat_location(ws: Workspace, file: str) -> str:

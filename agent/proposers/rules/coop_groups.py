@@ -10,8 +10,7 @@ from __future__ import annotations
 import re
 
 from agent.proposers.rules.base import Decline, Workspace, make_proposal, register
-from agent.proposers.rules.compat_header import add_block, compat_text
-from agent.proposers.rules.headers import target_file
+from agent.proposers.rules.compat_header import add_block, compat_view
 from tools.records import Failure, Proposal
 
 _MISSING = re.compile(
@@ -66,10 +65,11 @@ class CoopGroupsReduceFixer:
             )
         if not _MISSING.search(failure.message or ""):
             return None
-        rel = target_file(failure)
-        if ws.read(rel) is None:
+        view = compat_view(ws, failure)
+        if view is None:
             return None
-        has_block = MARK in compat_text(ws, rel)
+        rel, _, have = view
+        has_block = MARK in have
         edits = add_block(ws, rel, None if has_block else BLOCK)
         if not edits:
             return None

@@ -16,8 +16,7 @@ from __future__ import annotations
 import re
 
 from agent.proposers.rules.base import Workspace, make_proposal, register
-from agent.proposers.rules.compat_header import add_block, compat_text
-from agent.proposers.rules.headers import target_file
+from agent.proposers.rules.compat_header import add_block, compat_text, compat_view
 from agent.proposers.rules.rounding import used_names
 from tools.records import Failure, Proposal
 
@@ -119,11 +118,10 @@ class HalfIntrinsicFixer:
         )
         if not ambiguous and (failure.symbol not in DEFINITIONS or not undeclared):
             return None
-        rel = target_file(failure)
-        text = ws.read(rel)
-        if text is None:
+        view = compat_view(ws, failure)
+        if view is None:
             return None
-        have = compat_text(ws, rel)
+        rel, text, have = view
         missing = [n for n in used_names(text, NAME) if f" {n}(" not in have]
         body = [
             f"{MARK}, with the same rounding (HIP's __float2bfloat16 rounds to nearest even).\n",

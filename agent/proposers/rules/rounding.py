@@ -13,9 +13,8 @@ from __future__ import annotations
 import re
 
 from agent.proposers.rules.base import Workspace, make_proposal, register
-from agent.proposers.rules.compat_header import add_block, compat_text
+from agent.proposers.rules.compat_header import add_block, compat_view
 from agent.proposers.rules.cpp import line_platforms
-from agent.proposers.rules.headers import target_file
 from tools.records import Failure, Proposal
 
 # CUDA op -> (device-library op, scalar type, arguments)
@@ -91,11 +90,10 @@ class DirectedRoundingFixer:
     def propose(self, failure: Failure, ws: Workspace) -> Proposal | None:
         if not NAME.fullmatch(failure.symbol or "") or "undeclared" not in (failure.message or ""):
             return None
-        rel = target_file(failure)
-        text = ws.read(rel)
-        if text is None:
+        view = compat_view(ws, failure)
+        if view is None:
             return None
-        have = compat_text(ws, rel)
+        rel, text, have = view
         missing = [n for n in used_names(text) if not re.search(rf"\b{n}\s*\(\s*(?:float|double)\b", have)]
         if not missing:
             return None

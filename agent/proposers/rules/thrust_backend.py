@@ -11,8 +11,7 @@ from __future__ import annotations
 import re
 
 from agent.proposers.rules.base import Workspace, make_proposal, register
-from agent.proposers.rules.compat_header import add_block, compat_text
-from agent.proposers.rules.headers import target_file
+from agent.proposers.rules.compat_header import add_block, compat_view
 from tools.records import Failure, Proposal
 
 _MISSING = re.compile(r"no (?:member|namespace) named 'cuda' in namespace 'thrust'")
@@ -38,10 +37,11 @@ class ThrustBackendFixer:
     def propose(self, failure: Failure, ws: Workspace) -> Proposal | None:
         if not _MISSING.search(failure.message or ""):
             return None
-        rel = target_file(failure)
-        if ws.read(rel) is None:
+        view = compat_view(ws, failure)
+        if view is None:
             return None
-        edits = add_block(ws, rel, None if MARK in compat_text(ws, rel) else BLOCK)
+        rel, _, have = view
+        edits = add_block(ws, rel, None if MARK in have else BLOCK)
         if not edits:
             return None
         return make_proposal(
