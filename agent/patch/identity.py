@@ -1,5 +1,6 @@
 """The CUDA `-E` identity proof of a patch: every touched C/C++ file preprocesses for CUDA to the same
-tokens before and after it (line markers and spacing ignored), so the NVIDIA build compiles what it did.
+tokens before and after it, in nvcc's device pass and its host pass (line markers and spacing ignored), so the
+NVIDIA build compiles what it did.
 
 nvcc's output for a kernel that includes cub or cutlass is megabytes (1.5M tokens): tokenizing it costs
 about as much as the preprocessor run. Each output is kept as text with a digest of its non-blank lines
@@ -28,6 +29,11 @@ C_FILES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".hip", ".h", ".hpp", ".hh", ".
 # __LINE__/__COUNTER__ expand to where a macro is used: a guard added above a use would change them on CUDA
 # without changing what CUDA compiles, so the identity proof pins both (same flags before and after).
 NEUTRAL_POSITION = " -D__LINE__=0 -D__COUNTER__=0"
+NVCC_HOST_FLAGS = " -Xcompiler -U__CUDA_ARCH__"
+"""`nvcc -E` prints its device pass only (`__CUDA_ARCH__` defined), so a change under `#ifndef __CUDA_ARCH__`
+(host code) would pass unseen: nvcc's input is preprocessed a second time as its host pass sees it."""
+HOST_MARK = b"\nrocport_cuda_host_pass\n"
+"""Between the two passes in one stream (the same line on both sides of a comparison)."""
 # A header's own -E output holds none of its macros (its includers expand them), so an unguarded change of
 # a macro's value would pass unseen: a header is preprocessed with -dD and the macros the header itself
 # defines for CUDA are compared too (those of the headers it includes, and command-line ones, are dropped).
@@ -138,12 +144,18 @@ class CudaIdentity:
         remembered = MEMO.get(self.root, cmd)  # the previous proposal's "after" is often this "before"
         if remembered is not None or self.tools.cuda is None:
             return remembered or "no nvcc"
-        # -E output is megabytes: sandboxes cap captured output, so it goes through a host file.
-        with tempfile.NamedTemporaryFile(prefix="rocport-pp-", suffix=".i") as tmp:
-            res = self.tools.cuda.run(f"{cmd} > {tmp.name}", timeout=self.tools.timeout)
+        nvcc = Path(self.tools.cuda_preprocess.split(maxsplit=1)[0]).name == "nvcc"
+        # -E output is megabytes: sandboxes cap captured output, so it goes through host files. nvcc's two
+        # passes run at once; the command fails when either does.
+        with tempfile.TemporaryDirectory(prefix="rocport-pp-") as tmp:
+            device, host = Path(tmp, "device.i"), Path(tmp, "host.i")
+            shell = f"{cmd} > {device}"
+            if nvcc:
+                shell = f"{shell} & pid=$!; {cmd}{NVCC_HOST_FLAGS} > {host}; rc=$?; wait $pid && exit $rc"
+            res = self.tools.cuda.run(shell, timeout=self.tools.timeout)
             if not res.ok:
                 return f"nvcc -E failed: {first_error(res.output)}"
-            raw = Path(tmp.name).read_bytes()
+            raw = device.read_bytes() + (HOST_MARK + host.read_bytes() if nvcc else b"")
         decoded = raw.decode("utf-8", errors="replace")
         if rel.endswith(HEADER_EXTS):
             decoded = own_defines_only(decoded, rel, self.root)
@@ -161,6 +173,15 @@ class CudaIdentity:
                 CheckResult(name=f"cuda -E identity {rel}", ok=ok, detail=detail, cmd=self.command(rel))
             )
         return out
+
+
+def same_tokens(before: dict, after: dict, rel: str) -> bool:
+    """`rel` reads the same tokens for CUDA in both maps of CudaIdentity.texts (nvcc's error on either
+    side, or a file on one side only, is not the same): what nvcc compiles did not change."""
+    old, new = before.get(rel), after.get(rel)
+    if not isinstance(old, CudaText) or not isinstance(new, CudaText):
+        return False
+    return old.digest == new.digest or old.tokens == new.tokens
 
 
 def _compare(old: CudaText | str | None, new: CudaText | str | None) -> tuple[bool, str]:

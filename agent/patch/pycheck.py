@@ -9,9 +9,12 @@ had (the sandbox lacks a dependency), never a new one the patch caused.
 from __future__ import annotations
 
 import shlex
+import sys
 from pathlib import Path
 
+from agent.patch.identity import first_error
 from sandboxes.base import Sandbox
+from sandboxes.local import LocalSandbox
 from tools.patching import apply_diff, revert_diff
 from tools.records import CheckResult
 
@@ -57,3 +60,27 @@ def import_check(
         )
     why = "the patch breaks the import" if before.ok else "the patch changes how the import fails"
     return CheckResult(name=name, ok=False, detail=f"{why}: {err_after}", cmd=cmd)
+
+
+def python_checks(box: Sandbox, python: str, root: Path, files: list[str], diff: str) -> list[CheckResult]:
+    """Touched Python files must byte-compile (here), then import in the build sandbox `box`."""
+    checks = []
+    local = LocalSandbox(root)
+    try:
+        for rel in files:
+            res = local.run(f"{shlex.quote(sys.executable)} -m py_compile {shlex.quote(rel)}", timeout=60)
+            detail = "compiles" if res.ok else first_error(res.output)
+            checks.append(
+                CheckResult(
+                    name=f"py_compile {rel}",
+                    ok=res.ok,
+                    detail=detail,
+                    cmd=res.cmd,
+                    duration_s=round(res.duration_s, 2),
+                )
+            )
+            if res.ok:
+                checks.append(import_check(box, python, root, rel, diff))
+    finally:
+        local.close()
+    return checks

@@ -6,6 +6,7 @@ nvcc on the host), the profile's unit templates, and the run's warm compile serv
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -126,17 +127,16 @@ def compile_both(
     root: Path,
     units: list[str],
     edited: list[str] | tuple[str, ...] = (),
-    cuda_units: list[str] | None = None,
+    cuda_units: list[str] | Callable[[], list[str]] | None = None,
 ) -> tuple[list[CommandResult], list[CommandResult]]:
     """Every unit with hipcc and (when present) nvcc; every request to a warm service is sent before any
     answer is read, so both compilers work at once. `edited`: files the patch changed; their ROCm compile
     is asked for in "edited" mode (no preprocessor pass first: the patch changed what hipcc sees, so no
     earlier compile can answer it). Their CUDA compile keeps the preprocessed key: a guarded patch leaves
     CUDA's input unchanged but for line markers, and an earlier clean nvcc compile of the unit answers.
-    `cuda_units`: the units nvcc compiles when not all of them (the rest are proven unchanged for CUDA)."""
+    `cuda_units`: the units nvcc compiles when not all of them (the rest are proven unchanged for CUDA), or
+    a function that says which, called once the hipcc requests are sent (it may wait for a CUDA -E)."""
     hip_cmds = [_fmt(tools.hip_unit, root, rel, tools.arch, "hip") for rel in units]
-    nvcc_units = [] if tools.cuda is None else units if cuda_units is None else cuda_units
-    cuda_cmds = [_fmt(tools.cuda_unit, root, rel, tools.arch) for rel in nvcc_units]
     env, timeout = tools.extra_env or None, tools.timeout
     hip_ids = cuda_ids = None
     if _live(tools.hip_service):
@@ -145,6 +145,11 @@ def compile_both(
             tools.hip_service.submit(c, env=env, timeout=timeout, mode=m)
             for c, m in zip(hip_cmds, modes, strict=True)
         ]
+    if tools.cuda is None:
+        nvcc_units: list[str] = []
+    else:
+        nvcc_units = units if cuda_units is None else cuda_units() if callable(cuda_units) else cuda_units
+    cuda_cmds = [_fmt(tools.cuda_unit, root, rel, tools.arch) for rel in nvcc_units]
     if _live(tools.cuda_service):
         cuda_ids = [tools.cuda_service.submit(c, env=env, timeout=timeout) for c in cuda_cmds]
     if hip_ids is None:

@@ -5,15 +5,14 @@ failure is gone. A proposal that fails any check is reverted and returned with t
 
 from __future__ import annotations
 
-import re
-import shlex
 import shutil
-import sys
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from agent.patch.guard_proof import CudaPremise, prove
-from agent.patch.identity import CudaIdentity, first_error
+from agent.patch.identity import CudaIdentity, first_error, same_tokens
+from agent.patch.pycheck import python_checks
+from agent.patch.targeted import failure_gone
 from agent.patch.toolchains import (  # noqa: F401 - compile_hip_unit(s): callers import them from here
     Toolchains,
     _run_all,
@@ -34,30 +33,6 @@ def _check(name: str, result: CommandResult, ok: bool, detail: str) -> CheckResu
     return CheckResult(
         name=name, ok=ok, detail=detail, cmd=result.cmd, duration_s=round(result.duration_s, 2)
     )
-
-
-_ERROR_AT = re.compile(r"^\s*(?P<path>[^\s:][^:]*):\d+(?::\d+)?:\s*(?:fatal\s+)?error\b")
-
-
-def failure_gone(failure: Failure | None, output: str, touched: tuple[str, ...] | list[str] = ()) -> bool:
-    """True when no error line of the compiler output mentions the failure's symbol (or message) in the
-    failure's own file or a file the patch touched. The same symbol failing at `path:line: error` in
-    another file is the next failure the fix unmasked (a second header of the closure including
-    <cuda.h>), not the targeted one: that goes to the next wave."""
-    if failure is None:
-        return True
-    needle = failure.symbol or failure.message
-    errors = [ln for ln in output.splitlines() if "error" in ln or "fatal" in ln]
-    hits = [ln for ln in errors if needle and needle in ln]
-    if not hits or not failure.file:
-        return not hits
-    mine = (failure.file, *touched)
-    for ln in hits:
-        at = _ERROR_AT.match(ln)
-        path = at["path"].removeprefix("./") if at else ""
-        if not path or any(path == f or path.endswith("/" + f) for f in mine):
-            return False  # where it was, in a file the patch changed, or a line that names no file
-    return True
 
 
 class Validator:
@@ -83,26 +58,6 @@ class Validator:
     def preprocess(self, files: list[str]) -> dict[str, list[str] | str]:
         """CUDA token streams of existing C/C++ files (or the error text when nvcc -E failed)."""
         return {rel: t if isinstance(t, str) else t.tokens for rel, t in self.identity.texts(files).items()}
-
-    def _python(self, files: list[str], diff: str) -> list[CheckResult]:
-        """Touched Python files must byte-compile, then import in the build sandbox (see agent.patch.pycheck)."""
-        from agent.patch.pycheck import import_check
-
-        checks = []
-        local = LocalSandbox(self.root)
-        try:
-            for rel in files:
-                res = local.run(f"{shlex.quote(sys.executable)} -m py_compile {shlex.quote(rel)}", timeout=60)
-                checks.append(
-                    _check(
-                        f"py_compile {rel}", res, res.ok, "compiles" if res.ok else first_error(res.output)
-                    )
-                )
-                if res.ok:
-                    checks.append(import_check(self.tools.hip, self.tools.python, self.root, rel, diff))
-        finally:
-            local.close()
-        return checks
 
     def _hip(
         self,
@@ -166,30 +121,48 @@ class Validator:
             )
         return checks
 
+    def _compared(self, proposal: Proposal, proven: dict, same: bool) -> tuple[list[str], list[str]]:
+        """What to preprocess for CUDA before and after: the touched files the text proof left (their
+        identity checks) and, unless CUDA's input is proven unchanged, every unit the patch reaches: a unit
+        whose CUDA tokens (both nvcc passes) stay the same is not compiled with nvcc again."""
+        files = [f for f in proposal.files if f not in proven]
+        reach = (
+            []
+            if same or self.tools.cuda is None
+            else touched_units(self.root, proposal.files, self.tools.sources)
+        )
+        return files, [u for u in reach if u not in files]
+
     def validate(self, proposal: Proposal, failure: Failure | None = None, keep: bool = True) -> PatchOutcome:
         """Apply, check, and revert unless every check passes (or `keep` is False). The CUDA -E identity
         runs beside the work that does not need it: "before" beside the includers' indexing, "after"
-        beside the compile round (hipcc and nvcc), not after it."""
+        beside the hipcc compiles; nvcc then compiles the units whose CUDA tokens changed."""
         proven, unchanged = self._proven(proposal)
+        files, reach = self._compared(proposal, proven, unchanged)
         with ThreadPoolExecutor(max_workers=1) as side:
-            pending = side.submit(self.identity.texts, [f for f in proposal.files if f not in proven])
+            pending = side.submit(self.identity.texts, files + reach)
             index_includers(self.tools, self.root, proposal.files)
-            before = pending.result()
+            seen = pending.result()
             try:
                 apply_diff(self.root, proposal.diff)
             except PatchError as exc:
                 return PatchOutcome(proposal, applied=False, reason=str(exc))
             units = touched_units(self.root, proposal.files, self.tools.sources)
-            after = side.submit(self.identity.texts, list(before))
+            after = side.submit(self.identity.texts, list(seen))
+            chosen: list[str] = []
+
+            def nvcc_units() -> list[str]:  # asked once the hipcc requests are out
+                chosen[:] = (
+                    [] if unchanged else [u for u in units if not same_tokens(seen, after.result(), u)]
+                )
+                return chosen
+
             try:
-                cuda_units = [] if unchanged else units
-                hip_results, cuda_results = compile_both(
-                    self.tools, self.root, units, proposal.files, cuda_units
-                )
+                hip, cuda = compile_both(self.tools, self.root, units, proposal.files, nvcc_units)
+                before = {f: t for f, t in seen.items() if f in files}
                 checks = [*proven.values(), *self.identity.checks(before, after.result())]
-                return self._judged(
-                    proposal, failure, checks, units, hip_results, cuda_results, keep, unchanged
-                )
+                compiled = dict(zip(chosen, cuda, strict=True))
+                return self._judged(proposal, failure, checks, units, hip, compiled, keep, unchanged)
             except BaseException:
                 wait([after])  # it reads the patched tree: revert only once it is done
                 revert_diff(self.root, proposal.diff)
@@ -202,15 +175,13 @@ class Validator:
         applied patches' units overlap after all: the caller then checks them one by one."""
         files = [f for proposal, _ in group for f in proposal.files]
         proofs = [self._proven(proposal) for proposal, _ in group]
+        compared = [
+            self._compared(p, proven, same) for (p, _), (proven, same) in zip(group, proofs, strict=True)
+        ]
         with ThreadPoolExecutor(max_workers=1) as side:
-            pending = side.submit(
-                lambda: [
-                    self.identity.texts([f for f in p.files if f not in proven])
-                    for (p, _), (proven, _) in zip(group, proofs, strict=True)
-                ]
-            )
+            pending = side.submit(lambda: [self.identity.texts(own + reach) for own, reach in compared])
             index_includers(self.tools, self.root, files)
-            befores = pending.result()
+            seens = pending.result()
             applied: list[Proposal] = []
             after: Future | None = None
             try:
@@ -220,8 +191,20 @@ class Validator:
                 units = [touched_units(self.root, p.files, self.tools.sources) for p, _ in group]
                 if len({u for us in units for u in us}) < sum(map(len, units)):
                     raise PatchError("the patches' units overlap once applied")
-                after = side.submit(lambda: [self.identity.texts(list(b)) for b in befores])
-                nvcc_units = [u for us, (_, same) in zip(units, proofs, strict=True) if not same for u in us]
+                after = side.submit(lambda: [self.identity.texts(list(b)) for b in seens])
+                chosen: list[str] = []
+
+                def nvcc_units() -> list[str]:
+                    new = after.result() if after is not None else []
+                    chosen[:] = [
+                        u
+                        for us, (_, same), old, now in zip(units, proofs, seens, new, strict=True)
+                        if not same
+                        for u in us
+                        if not same_tokens(old, now, u)
+                    ]
+                    return chosen
+
                 hip, cuda = compile_both(
                     self.tools, self.root, [u for us in units for u in us], files, nvcc_units
                 )
@@ -234,18 +217,15 @@ class Validator:
                 if isinstance(exc, PatchError):
                     return None
                 raise
-        outcomes, at, at_cuda = [], 0, 0
-        for (proposal, failure), before, new, mine, (proven, same) in zip(
-            group, befores, afters, units, proofs, strict=True
+        outcomes, at, compiled = [], 0, dict(zip(chosen, cuda, strict=True))
+        for (proposal, failure), seen, new, mine, (proven, same), (own_files, _) in zip(
+            group, seens, afters, units, proofs, compared, strict=True
         ):
             own = slice(at, at + len(mine))
             at += len(mine)
-            own_cuda = slice(at_cuda, at_cuda if same else at_cuda + len(mine))
-            at_cuda = own_cuda.stop
+            before = {f: t for f, t in seen.items() if f in own_files}
             checks = [*proven.values(), *self.identity.checks(before, new)]
-            outcomes.append(
-                self._judged(proposal, failure, checks, mine, hip[own], cuda[own_cuda], True, same)
-            )
+            outcomes.append(self._judged(proposal, failure, checks, mine, hip[own], compiled, True, same))
         return outcomes
 
     def _judged(
@@ -255,24 +235,30 @@ class Validator:
         identity: list[CheckResult],
         units: list[str],
         hip_results: list[CommandResult],
-        cuda_results: list[CommandResult],
+        cuda_results: dict[str, CommandResult],
         keep: bool,
         cuda_unchanged: bool = False,
     ) -> PatchOutcome:
-        """The checks of one applied proposal from its CUDA identity checks and its units' compiles;
-        reverted unless all pass."""
+        """The checks of one applied proposal from its CUDA identity checks and its units' compiles
+        (`cuda_results`: the units nvcc compiled; the rest read the same for CUDA); reverted unless all pass."""
         checks = list(identity)
-        checks += self._python([f for f in proposal.files if f.endswith(".py")], proposal.diff)
+        py = [f for f in proposal.files if f.endswith(".py")]
+        checks += python_checks(self.tools.hip, self.tools.python, self.root, py, proposal.diff)
         checks += self._hip(units, failure, hip_results, proposal.files)
-        if self.tools.cuda is not None and cuda_unchanged:
+        if self.tools.cuda is not None:
+            why = (
+                "its CUDA input is unchanged (above)"
+                if cuda_unchanged
+                else "its CUDA preprocessor output (nvcc's device and host pass) is the same tokens as before"
+            )
+            same = [rel for rel in units if rel not in cuda_results]
             checks += [
-                CheckResult(
-                    name=f"nvcc {rel}", ok=True, detail="not recompiled: its CUDA input is unchanged (above)"
-                )
-                for rel in units
+                CheckResult(name=f"nvcc {rel}", ok=True, detail=f"not recompiled: {why}") for rel in same
             ]
-        elif self.tools.cuda is not None:
-            checks += self._nvcc(units, proposal.diff, cuda_results, self.tools.cuda)
+            compiled = [rel for rel in units if rel in cuda_results]
+            checks += self._nvcc(
+                compiled, proposal.diff, [cuda_results[u] for u in compiled], self.tools.cuda
+            )
         elif units:  # say so in the evidence rather than imply the CUDA side was checked
             checks.append(CheckResult(name="cuda checks", ok=True, detail="skipped: no nvcc on this machine"))
         bad = [c for c in checks if not c.ok]

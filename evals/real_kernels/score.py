@@ -2,9 +2,9 @@
 
 Every check compiles the task's unit the way the task repo is laid out (root, then the task's further include
 roots, on the include path):
-hipcc in the ROCm image, nvcc on the host. CUDA identity compares nvcc -E token streams of the unit
-before and after the fix; the second run must commit nothing; clang-format of the lines the fix touched
-must change nothing.
+hipcc in the ROCm image, nvcc on the host. CUDA identity compares nvcc -E token streams of the unit (its
+device pass and its host pass) before and after the fix; the second run must commit nothing; clang-format
+of the lines the fix touched must change nothing.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from tools.repo_style import has_style
 HIPCC = "hipcc -x hip -DUSE_ROCM --offload-arch={arch} {includes} -c {unit} -o /tmp/rocport-eval.o"
 NVCC = "nvcc -x cu -std=c++17 -arch=sm_90 {includes} -c {unit} -o {out}"
 NVCC_E = "nvcc -x cu -std=c++17 -arch=sm_90 {includes} -E {unit}"
+NVCC_HOST_FLAGS = " -Xcompiler -U__CUDA_ARCH__"
+"""nvcc's host pass (its -E shows the device pass, `__CUDA_ARCH__` defined)."""
 PINNED = " -D__LINE__=0 -D__COUNTER__=0"
 """What rocport's CUDA identity proof pins (agent.patch.identity; evals may not import it): a guard added
 above a macro that prints its line moves __LINE__ without changing what CUDA compiles otherwise."""
@@ -88,12 +90,15 @@ def cuda_stream(
     """The unit's CUDA tokens; `pinned`: with __LINE__/__COUNTER__ fixed, as rocport's identity proof
     reads them (PINNED), so lines added above a use do not count."""
     extra = PINNED if pinned else ""
-    with tempfile.NamedTemporaryFile(suffix=".i") as tmp:
-        cmd = NVCC_E.format(includes=_flags(includes), unit=shlex.quote(unit)) + extra
-        res = run(f"{cmd} > {tmp.name}", repo)
-        if res.returncode:
-            return "nvcc -E failed: " + first_error(res.stderr)
-        return cuda_tokens(Path(tmp.name).read_text(errors="replace"))
+    stream: list[str] = []
+    for host in ("", NVCC_HOST_FLAGS):  # nvcc -E prints the device pass alone: the host pass is read too
+        with tempfile.NamedTemporaryFile(suffix=".i") as tmp:
+            cmd = NVCC_E.format(includes=_flags(includes), unit=shlex.quote(unit)) + extra + host
+            res = run(f"{cmd} > {tmp.name}", repo)
+            if res.returncode:
+                return "nvcc -E failed: " + first_error(res.stderr)
+            stream += [*cuda_tokens(Path(tmp.name).read_text(errors="replace")), "<host pass>"]
+    return stream
 
 
 def touched_lines(repo: Path, base: str) -> dict[str, list[tuple[int, int]]]:

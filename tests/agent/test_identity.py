@@ -65,3 +65,16 @@ def test_a_guarded_macro_and_a_compat_include_keep_the_header_identical(tmp_path
     )
     check = _header_check(tmp_path, guarded)
     assert check.ok, check.detail  # the included header's own macros are not the patched file's
+
+
+def test_a_change_only_the_host_pass_compiles_is_caught(tmp_path: Path, nvcc):
+    # nvcc -E prints the device pass alone: host-only code under #ifndef __CUDA_ARCH__ is in neither
+    # stream unless the host pass is preprocessed too
+    (tmp_path / "csrc").mkdir()
+    host_only = "#ifndef __CUDA_ARCH__\nint copy_size() { return 16; }\n#endif\n__global__ void k() {}\n"
+    (tmp_path / "csrc" / "lanes.cuh").write_text(host_only)
+    changed = _header_check(tmp_path, host_only.replace("return 16", "return 32"))
+    assert not changed.ok and "changed" in changed.detail
+    (tmp_path / "csrc" / "lanes.cuh").write_text(host_only)
+    same = _header_check(tmp_path, "// moved\n\n" + host_only)
+    assert same.ok, same.detail

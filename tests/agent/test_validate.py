@@ -170,7 +170,7 @@ def test_a_header_patch_recompiles_no_includer_that_does_not_use_its_lines(git_r
 def test_the_same_header_failing_in_another_file_is_the_next_failure_not_the_targeted_one():
     """lightseq's common.h and embKernels_int8.h both include <cuda.h>: once common.h is fixed, hipcc
     stops at the second one. That is progress (the next wave's failure), not the fix failing."""
-    from agent.patch.validate import failure_gone
+    from agent.patch.targeted import failure_gone
 
     failure = Failure(
         kind="cuda_header", message="'cuda.h' file not found", file="kernels/common.h", symbol="cuda.h"
@@ -184,3 +184,25 @@ def test_the_same_header_failing_in_another_file_is_the_next_failure_not_the_tar
     assert not failure_gone(failure, elsewhere, touched=["kernels/emb.h"])
     assert not failure_gone(failure, "error: cannot find 'cuda.h'\n")
     assert not failure_gone(Failure(kind="cuda_header", message="m", symbol="cuda.h"), elsewhere)
+
+
+def test_nvcc_compiles_only_the_includers_whose_cuda_tokens_the_patch_changed(git_repo, hipcc, nvcc):
+    """A header gains a mask macro (for CUDA too, so no guard proves it) and one unit now spells its mask
+    with it: that unit reads other tokens for CUDA and is compiled by nvcc; the header's other includer
+    reads the very same tokens in both nvcc passes and is not compiled again."""
+    header = "#pragma once\n#include <cuda_runtime.h>\n"
+    a = '#include "common.h"\n__global__ void a(int* x) { x[0] = __shfl_xor_sync(0xffffffff, x[0], 1); }\n'
+    b = '#include "common.h"\n__global__ void b(int* x) { x[0] += 1; }\n'
+    root = git_repo({"csrc/common.h": header, "csrc/a.cu": a, "csrc/b.cu": b})
+    new_header = header + "#define FULL_MASK 0xffffffffu\n"
+    diff = file_diff("csrc/common.h", header, new_header) + file_diff(
+        "csrc/a.cu", a, a.replace("0xffffffff,", "FULL_MASK,")
+    )
+    tools = _tools(root)
+    tools.sources = ["csrc/*.cu"]
+    proposal = Proposal("s", "t", diff, "t", ["csrc/common.h", "csrc/a.cu"])
+    outcome = Validator(root, tools).validate(proposal, None, keep=False)
+    checks = {c.name: c for c in outcome.checks}
+    assert checks["nvcc csrc/a.cu"].detail == "compiles"
+    assert checks["nvcc csrc/b.cu"].ok and "same tokens" in checks["nvcc csrc/b.cu"].detail
+    assert _status(root) == ""
