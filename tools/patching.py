@@ -2,7 +2,8 @@
 
 Every path the diff names must stay inside the repo: no absolute paths, no `..`, nothing under
 `.git`, and nothing that resolves (through symlinks) outside the repo root. `git apply --check`
-runs before anything is written, so a diff either applies whole or not at all.
+runs before anything is written, so a diff either applies whole or not at all. A diff takes the line ends of
+the files it patches first (tools.line_ends): a CRLF source is patched and stays CRLF.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import subprocess
 from pathlib import Path, PurePosixPath
 
 from tools import git as gitops
+from tools.line_ends import match_line_ends
 
 MAX_DIFF_BYTES = 1 << 20
 """No fix is a megabyte of diff: anything larger is refused before git sees it."""
@@ -103,6 +105,7 @@ def apply_diff(root: Path, diff: str) -> list[str]:
     if not paths:
         raise PatchError("refused patch: no file headers (---/+++) found; is it a unified diff?")
     check_paths(root, paths)
+    diff = match_line_ends(root, diff)
     check = _git_apply(root, diff, "--check")
     if check.returncode != 0:
         raise PatchError(f"patch does not apply: {_first_line(check.stderr)}")
@@ -116,7 +119,7 @@ def revert_diff(root: Path, diff: str) -> None:
     """Undo an applied diff (reverse apply), leaving the rest of the working tree alone."""
     root = Path(root)
     check_paths(root, diff_paths(diff))
-    done = _git_apply(root, diff, "-R")
+    done = _git_apply(root, match_line_ends(root, diff, reverse=True), "-R")
     if done.returncode != 0:
         raise PatchError(f"cannot revert patch: {_first_line(done.stderr)}")
 
@@ -129,7 +132,9 @@ def can_apply(root: Path, diff: str) -> bool:
         check_paths(Path(root), paths)
     except PatchError:
         return False
-    return bool(paths) and _git_apply(Path(root), diff, "--check").returncode == 0
+    return (
+        bool(paths) and _git_apply(Path(root), match_line_ends(Path(root), diff), "--check").returncode == 0
+    )
 
 
 def preview(root: Path, diff: str, paths: list[str]) -> dict[str, str | None]:
@@ -146,6 +151,7 @@ def preview(root: Path, diff: str, paths: list[str]) -> dict[str, str | None]:
         check_paths(Path(root), touched)
     except PatchError:
         return {}
+    diff = match_line_ends(Path(root), diff)
     with tempfile.TemporaryDirectory(prefix="rocport-preview-") as scratch:
         for rel in touched:
             src = Path(root) / rel

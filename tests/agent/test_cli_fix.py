@@ -154,3 +154,24 @@ def test_a_fifo_named_like_a_kernel_hangs_neither_scan_nor_fix(git_repo, hipcc, 
     )
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     assert "1 fix(es) committed" in fixed.stdout
+
+
+@pytest.mark.slow
+def test_a_crlf_source_is_fixed_and_keeps_its_crlf_line_ends(git_repo, hipcc, nvcc):
+    """Sources written on Windows end lines in CRLF; the rules' diffs are LF. The guard and the runtime-name
+    mapping still apply (they were refused as "patch does not apply"), and no line of the file turns LF."""
+    source = (
+        "#include <cuda_runtime.h>\n#include <stdint.h>\n\n__constant__ float mat[9];\n\n"
+        "void set_mat(const float* m) { cudaMemcpyToSymbol(mat, m, sizeof(mat)); }\n"
+        "__global__ void scale(float* x) { x[threadIdx.x] *= mat[0]; }\n"
+    )
+    root = git_repo({"README": "x\n"})
+    (root / "Utils").mkdir()
+    (root / "Utils/ColorSpace.cu").write_bytes(source.replace("\n", "\r\n").encode())
+    _commit_all(root, "a CRLF source")
+    result = _fix(root, "--from-scan", "--image", "local")
+    assert result.exit_code == 0, result.output
+    assert "patch does not apply" not in result.output and "1/1 unit(s) compile for ROCm" in result.output
+    fixed = (root / "Utils/ColorSpace.cu").read_bytes()
+    assert b"USE_ROCM" in fixed and fixed.count(b"\n") == fixed.count(b"\r\n")
+    assert _git(root, "status", "--porcelain") == ""
