@@ -15,8 +15,9 @@ MISSING_HEADER = [
 CUDA_HEADERS = re.compile(
     r"^(?:cuda[\w]*\.h|cuda\.h|cudaTypedefs\.h|cublas\w*\.h|cublasLt\.h|curand\w*\.h|cufft\w*\.h|cusparse\w*\.h"
     r"|cusolver\w*\.h|cudnn\w*\.h|nvrtc\.h|nvml\.h|nvToolsExt\w*\.h|nvtx3/.*|mma\.h|cooperative_groups(?:\.h|/.*)?"
-    r"|crt/.*|device_launch_parameters\.h|device_functions\.h|sm_\d+_intrinsics\.h|vector_types\.h|math_constants\.h"
-    r"|vector_functions\.h"
+    r"|crt/.*|device_launch_parameters\.h|device_functions\.h|sm_\d+_intrinsics\.h(?:pp)?|vector_types\.h"
+    r"|math_constants\.h|vector_functions\.h|cuComplex\.h|device_(?:atomic|double)_functions\.h(?:pp)?"
+    r"|sm_\d+_atomic_functions\.h(?:pp)?|builtin_types\.h|device_types\.h|host_defines\.h|host_config\.h|common_functions\.h"
     r"|driver_types\.h|texture_fetch_functions\.h|cuda_pipeline\w*\.h|cuda_awbarrier\w*\.h|nccl\.h|cutlass/.*|cute/.*)$"
 )
 HIP_HEADERS = re.compile(

@@ -68,13 +68,18 @@ PACKAGES = {
 
 def library_names(text: str, prefixes: list[tuple[str, str]]) -> set[str]:
     """Names with one of the library's CUDA prefixes on lines both toolchains compile, minus macros the
-    text defines itself."""
+    text defines itself for both (an alias another file defines only under USE_ROCM still counts: a header
+    whose macros use cuCreal needs its own alias, whatever its includer defines)."""
     pattern = re.compile(r"\b(?:" + "|".join(re.escape(c) for c, _ in prefixes) + r")\w*")
-    own = set(re.findall(r"^\s*#\s*define\s+(\w+)", text, re.MULTILINE))
+    define = re.compile(r"^\s*#\s*define\s+(\w+)")
     lines = text.splitlines()
     out: set[str] = set()
+    own: set[str] = set()
     for line, where in zip(lines, line_platforms(lines), strict=True):
-        if where == "both" and not line.lstrip().startswith(("//", "*", "/*", "#include")):
+        if where != "both":
+            continue
+        own |= set(define.findall(line))
+        if not line.lstrip().startswith(("//", "*", "/*", "#include")):
             out |= set(pattern.findall(line.split("//", 1)[0]))
     return out - own
 

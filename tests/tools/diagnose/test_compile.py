@@ -65,6 +65,15 @@ def test_math_constants_and_vector_functions_are_cuda_headers_on_rocm():
         assert (failure.kind, failure.symbol) == ("cuda_header", header)
 
 
+def test_cucomplex_and_cuda_internal_headers_are_cuda_headers_on_rocm():
+    """hipcc's `file not found` for cuComplex.h or a part of cuda_runtime.h (device_atomic_functions.h,
+    sm_32_intrinsics.h) goes to the header rules, not to a plain compile_error nothing answers."""
+    for header in ("cuComplex.h", "device_atomic_functions.h", "sm_32_intrinsics.hpp", "host_defines.h"):
+        log = f"csrc/k.cu:2:10: fatal error: '{header}' file not found\n#include <{header}>\n"
+        (failure,) = diagnose_text(log)
+        assert (failure.kind, failure.symbol) == ("cuda_header", header)
+
+
 def test_driver_errors_are_environment_failures():
     log = """\
 clang++: error: cannot find ROCm device library for gfx950; provide its path via '--rocm-path' or '--rocm-device-lib-path', or pass '-nogpulib' to build without ROCm device library
