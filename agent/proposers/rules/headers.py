@@ -32,6 +32,15 @@ HIP_HEADERS: dict[str, list[str]] = {
     "driver_types.h": ["hip/driver_types.h"],
     "device_functions.h": ["hip/hip_runtime.h"],
 }
+# CUDA's own parts of cuda_runtime.h (atomics, sm_XX intrinsics, built-in types, host macros): HIP has no file
+# for each, hip/hip_runtime.h declares what they do. A repo's own file of such a name is never mapped.
+CUDA_INTERNAL = {
+    *(f"{h}.{ext}" for h in ("device_atomic_functions", "device_double_functions") for ext in ("h", "hpp")),
+    *(f"sm_{n}_atomic_functions.{ext}" for n in (20, 32, 35, 60) for ext in ("h", "hpp")),
+    *(f"sm_{n}_intrinsics.{ext}" for n in (20, 30, 32, 35, 61) for ext in ("h", "hpp")),
+    *("builtin_types.h", "device_types.h", "host_defines.h", "host_config.h", "common_functions.h"),
+}
+HIP_HEADERS.update({h: ["hip/hip_runtime.h"] for h in CUDA_INTERNAL})
 # Headers with no 1:1 HIP header: the code using them needs a human (or the LLM).
 NO_EQUIVALENT = {
     "cudaTypedefs.h": "cudaTypedefs.h declares driver-API entry-point typedefs with no HIP counterpart",
@@ -169,6 +178,9 @@ def guard_include_block(
         return None
     text = ws.read(rel) or ""
     replacements = block_replacements(text, _constants_used(ws, text), _driver_used(ws, rel, text))
+    parent = ws.root / rel.rsplit("/", 1)[0] if "/" in rel else ws.root
+    for own in [h for h in CUDA_INTERNAL if (parent / h).is_file() or (ws.root / h).is_file()]:
+        del replacements[own]  # the repo's own host_config.h & co: not CUDA's
     libraries = [h for h in map(include_of, text.splitlines()) if h in LIBRARIES]
     near = _near_text(ws, rel) if libraries else ""
     replacements.update({h: library_lines(h, near) for h in libraries})
