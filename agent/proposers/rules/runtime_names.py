@@ -7,58 +7,18 @@ and is handled by LAUNCH_EX below.
 
 from __future__ import annotations
 
-_SAME_TAIL = """
-Stream_t Event_t Error_t Success GetDevice SetDevice GetDeviceCount DeviceSynchronize DeviceGetAttribute
-GetDeviceProperties Malloc Free MallocAsync FreeAsync MallocHost FreeHost HostAlloc MallocManaged
-Memcpy MemcpyAsync Memcpy2D Memcpy2DAsync MemcpyPeer MemcpyPeerAsync Memset MemsetAsync MemcpyKind
-MemcpyHostToDevice MemcpyDeviceToHost MemcpyDeviceToDevice MemcpyHostToHost MemcpyDefault
-MemcpyToSymbol MemcpyToSymbolAsync MemcpyFromSymbol GetSymbolAddress
-StreamCreate StreamCreateWithFlags StreamCreateWithPriority StreamDestroy StreamSynchronize StreamWaitEvent
-StreamQuery StreamNonBlocking StreamDefault StreamIsCapturing StreamCaptureStatus StreamCaptureStatusNone
-StreamCaptureStatusActive StreamCaptureStatusInvalidated StreamBeginCapture StreamEndCapture
-StreamCaptureModeGlobal StreamCaptureModeThreadLocal StreamCaptureModeRelaxed
-EventCreate EventCreateWithFlags EventDestroy EventRecord EventSynchronize EventQuery EventElapsedTime
-EventDisableTiming EventDefault EventBlockingSync EventInterprocess
-GetLastError PeekAtLastError GetErrorString GetErrorName ErrorNotReady ErrorInvalidValue
-ErrorMemoryAllocation ErrorNotSupported
-FuncSetAttribute FuncGetAttributes FuncAttributes FuncAttributeMaxDynamicSharedMemorySize
-FuncAttributePreferredSharedMemoryCarveout FuncSetCacheConfig FuncCachePreferShared FuncCachePreferL1
-OccupancyMaxActiveBlocksPerMultiprocessor OccupancyMaxPotentialBlockSize LaunchKernel LaunchCooperativeKernel
-PointerGetAttributes HostRegister HostUnregister HostGetDevicePointer
-HostRegisterDefault HostRegisterMapped HostRegisterPortable HostAllocDefault HostAllocMapped HostAllocPortable
-IpcMemHandle_t IpcEventHandle_t IpcGetMemHandle IpcOpenMemHandle IpcCloseMemHandle IpcMemLazyEnablePeerAccess
-IpcGetEventHandle IpcOpenEventHandle DeviceCanAccessPeer DeviceEnablePeerAccess DeviceDisablePeerAccess
-Graph_t GraphExec_t GraphLaunch GraphInstantiate GraphDestroy GraphExecDestroy
-MemGetInfo DriverGetVersion RuntimeGetVersion DeviceReset DeviceSetLimit DeviceGetLimit LimitStackSize
-TextureObject_t CreateTextureObject DestroyTextureObject ResourceDesc TextureDesc ResourceType ResourceTypeLinear
-ResourceTypeArray ResourceTypePitch2D TextureReadMode ReadModeElementType ReadModeNormalizedFloat
-TextureFilterMode FilterModePoint FilterModeLinear TextureAddressMode AddressModeClamp AddressModeWrap
-AddressModeBorder AddressModeMirror CreateChannelDesc ChannelFormatDesc ChannelFormatKind ChannelFormatKindFloat
-ChannelFormatKindSigned ChannelFormatKindUnsigned Array_t MallocArray FreeArray Memcpy2DToArray SurfaceObject_t
-CreateSurfaceObject DestroySurfaceObject PitchedPtr Extent Memcpy3D Memcpy3DParms MallocPitch
-StreamPerThread StreamLegacy StreamGetFlags StreamGetPriority StreamAddCallback LaunchHostFunc
-DeviceGetStreamPriorityRange MemPrefetchAsync MemAdvise DeviceGetPCIBusId DeviceGetByPCIBusId ChooseDevice
-OccupancyMaxActiveBlocksPerMultiprocessorWithFlags HostAllocWriteCombined HostGetFlags SetDeviceFlags
-GetDeviceFlags DeviceScheduleBlockingSync DeviceMapHost ProfilerStart ProfilerStop EventRecordWithFlags
-MemcpyFromSymbolAsync ErrorPeerAccessAlreadyEnabled ErrorInvalidDevice ErrorInvalidConfiguration
-ErrorLaunchFailure ErrorNoDevice ErrorInvalidDevicePointer
-"""
-# cudaX -> hipX for every X above; attributes are the one family that is renamed as well.
-RUNTIME: dict[str, str] = {f"cuda{tail}": f"hip{tail}" for tail in _SAME_TAIL.split()}
+from agent.proposers.rules.runtime_table import DEV_ATTR_TAIL, SAME_TAIL
+
+# cudaX -> hipX for every audited X (runtime_table.py); below, the names HIP spells differently.
+RUNTIME: dict[str, str] = {f"cuda{tail}": f"hip{tail}" for tail in SAME_TAIL.split()}
+RUNTIME.update({f"cudaDevAttr{tail}": f"hipDeviceAttribute{tail}" for tail in DEV_ATTR_TAIL.split()})
 RUNTIME.update(
     {
         "cudaDeviceAttr": "hipDeviceAttribute_t",
         "cudaDeviceProp": "hipDeviceProp_t",
         "cudaPointerAttributes": "hipPointerAttribute_t",
-        "cudaDevAttrComputeCapabilityMajor": "hipDeviceAttributeComputeCapabilityMajor",
-        "cudaDevAttrComputeCapabilityMinor": "hipDeviceAttributeComputeCapabilityMinor",
         "cudaDevAttrMultiProcessorCount": "hipDeviceAttributeMultiprocessorCount",
         "cudaDevAttrMaxSharedMemoryPerBlockOptin": "hipDeviceAttributeSharedMemPerBlockOptin",
-        "cudaDevAttrMaxSharedMemoryPerMultiprocessor": "hipDeviceAttributeMaxSharedMemoryPerMultiprocessor",
-        "cudaDevAttrMaxThreadsPerBlock": "hipDeviceAttributeMaxThreadsPerBlock",
-        "cudaDevAttrL2CacheSize": "hipDeviceAttributeL2CacheSize",
-        "cudaDevAttrWarpSize": "hipDeviceAttributeWarpSize",
-        "cudaDevAttrClockRate": "hipDeviceAttributeClockRate",
     }
 )
 # Launch-with-attributes: HIP 6.x has no cudaLaunchKernelEx. Its attributes (programmatic dependent launch,
