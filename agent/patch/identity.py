@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agent.patch.preprocessed import MEMO
-from agent.patch.units import HEADER_EXTS
+from agent.patch.units import HEADER_EXTS, SOURCE_EXTS, touched_units
 from tools.cpp.equivalence import LINE_MARKER, normalize_warp_calls, tokens
 from tools.records import CheckResult
 
@@ -132,12 +132,20 @@ class CudaIdentity:
         return cmd + (" -Xcompiler -dD" if nvcc else " -dD")
 
     def texts(self, files: list[str]) -> dict[str, CudaText | str]:
-        """CUDA preprocessor output of existing C/C++ files (or the error text when nvcc -E failed)."""
+        """CUDA preprocessor output of existing C/C++ files (or the error text when nvcc -E failed); a source
+        another source #includes is read through the units that include it (proof_files)."""
         if self.tools.cuda is None:
             return {}
-        return {
-            rel: self._text(rel) for rel in files if rel.endswith(C_FILES) and (self.root / rel).is_file()
-        }
+        real = [rel for rel in files if rel.endswith(C_FILES) and (self.root / rel).is_file()]
+        return {proof: self._text(proof) for rel in real for proof in self.proof_files(rel)}
+
+    def proof_files(self, rel: str) -> list[str]:
+        """What proves `rel` for CUDA: itself, or, for a source other sources #include (a unity build, or a
+        file its includer instantiates with #defines of its own: alone it may stop at an `#error`), the
+        units that include it, as the build compiles it."""
+        if not rel.endswith(SOURCE_EXTS):
+            return [rel]
+        return touched_units(self.root, [rel], self.tools.sources) or [rel]
 
     def _text(self, rel: str) -> CudaText | str:
         cmd = self.command(rel)

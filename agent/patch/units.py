@@ -71,8 +71,8 @@ def touched_units(
     cpp_touched = [t for t in touched if t.endswith(SOURCE_EXTS + HEADER_EXTS)]
     units = [t for t in cpp_touched if t.endswith(SOURCE_EXTS)]
     headers = {t for t in cpp_touched if t.endswith(HEADER_EXTS)}
+    graph = include_graph(root) if headers or units else {}
     if headers:
-        graph = include_graph(root)
         reached = set(headers)
         changed = True
         while changed:  # transitive closure over includers
@@ -86,6 +86,27 @@ def touched_units(
         units += sorted(h for h in headers if not any(h in graph.get(u, set()) for u in reached))
     seen: list[str] = []
     for u in units:
-        if u not in seen:
-            seen.append(u)
+        for unit in _through_includers(u, graph, patterns):
+            if unit not in seen:
+                seen.append(unit)
     return seen[:limit]
+
+
+def _through_includers(rel: str, graph: dict[str, set[str]], patterns: list[str] | None) -> list[str]:
+    """The units that compile `rel`: a source another source #includes is compiled as part of it (a unity
+    build, or a file the includer instantiates with its own #defines first: deepwave's acoustic.cu needs
+    DW_NDIM & co), never alone, where it would meet an `#error` or a missing macro no build sees."""
+    if not rel.endswith(SOURCE_EXTS):
+        return [rel]
+    todo, out, seen = [rel], [], {rel}
+    while todo:
+        cur = todo.pop(0)
+        includers = sorted(
+            s for s, deps in graph.items() if cur in deps and s.endswith(SOURCE_EXTS) and s not in seen
+        )
+        includers = [s for s in includers if is_source(s, patterns)]
+        if not includers:
+            out.append(cur)
+        seen.update(includers)
+        todo += includers
+    return out

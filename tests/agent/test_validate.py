@@ -92,6 +92,24 @@ def test_header_edit_compiles_the_units_that_include_it(git_repo):
     assert touched_units(root, ["csrc/lonely.cuh", "csrc/c.cu"]) == ["csrc/c.cu", "csrc/lonely.cuh"]
 
 
+def test_a_source_another_source_includes_is_compiled_through_its_includer(git_repo):
+    """deepwave's acoustic.cu is instantiated by a unit that #defines DW_NDIM & co and includes it: alone it
+    stops at `#error DW_ACCURACY must be specified`, which no build compiles; a unity build is the same."""
+    root = git_repo(
+        {
+            "common.h": "#pragma once\n",
+            "kernel.cu": '#ifndef DW_N\n#error DW_N must be specified\n#endif\n#include "common.h"\n',
+            "unit_1d.cu": '#define DW_N 1\n#include "kernel.cu"\n',
+            "unit_2d.cu": '#define DW_N 2\n#include "kernel.cu"\n',
+            "all.cu": '#include "unit_1d.cu"\n',
+            "other.cu": '#include "common.h"\n',
+        }
+    )
+    assert sorted(touched_units(root, ["common.h"])) == ["all.cu", "other.cu", "unit_2d.cu"]
+    assert sorted(touched_units(root, ["kernel.cu"])) == ["all.cu", "unit_2d.cu"]
+    assert touched_units(root, ["other.cu"]) == ["other.cu"]
+
+
 def test_cuda_tokens_ignore_line_markers_and_spacing_not_content():
     a = '# 1 "k.cu"\nint  x = f(1,2);\n# 7 "k.cu" 2\nconst char* s = "a  b";\n'
     b = '#line 3 "k.cu"\n\nint x=f( 1, 2 );\nconst char* s = "a  b";\n'
