@@ -27,6 +27,8 @@ WHAT = {
     "grid_constant": "Define __grid_constant__ away on ROCm",
     "libcudacxx_atomic": "Implement cuda::atomic on ROCm",
     "driver_api": "Map the CUDA driver API to HIP",
+    "cudacc": "Let __CUDACC__ tests accept hipcc",
+    "cudacc_qualifier": "Keep __CUDACC__-qualified helpers device-callable on ROCm",
 }
 """Commit subjects by rule family; an LLM patch (or an unnamed family) says `Fix <kind>`."""
 

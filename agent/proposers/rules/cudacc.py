@@ -6,6 +6,10 @@ That branch typically re-declares host versions of what the CUDA compiler provid
 `__host__ __device__` from a qualifier macro. When hipcc's error lies in such a branch, each `__CUDACC__`
 test in that file also accepts `__HIPCC__`, as torch's build-time hipify does (it rewrites `__CUDACC__`
 to `__HIPCC__`). nvcc never defines `__HIPCC__`, so the CUDA preprocessor output is unchanged.
+
+The same test often guards the `__host__ __device__` of a helper (`#ifdef __CUDACC__ __host__ __device__
+#endif`, or a qualifier macro defined so): hipcc then sees a host function, and a kernel calling it fails with
+"call to __host__ function from __global__ function". The tests of the file holding that qualifier widen too.
 """
 
 from __future__ import annotations
@@ -90,3 +94,80 @@ class CudaccBranchFixer:
 
 
 register(CudaccBranchFixer())
+
+_HOST_ONLY = re.compile(
+    r"^(?P<file>[^\s:][^:\n]*):(?P<line>\d+):\d+: note: candidate function not viable: call to __host__ "
+    r"function from __(?:global|device)__ function",
+    re.MULTILINE,
+)
+_WORD = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+def _cuda_only_qualifier(lines: list[str], start: int, names: set[str]) -> bool:
+    """True when a line from `start` on (at most 3 lines) is compiled by CUDA only, inside a `__CUDACC__` test,
+    and says `__device__` or defines one of `names` as a qualifier that does."""
+    platforms = line_platforms(lines)
+    for i in range(max(start, 0), min(start + 3, len(lines))):
+        if platforms[i] != "cuda" or not any(_CUDACC.search(d) for d in enclosing(lines, i)):
+            continue
+        text = lines[i]
+        m = re.match(r"\s*#\s*define\s+(\w+)\b(.*)", text)
+        if ("__device__" in text and not m) or (m and m.group(1) in names and "__device__" in m.group(2)):
+            return True
+    return False
+
+
+def qualifier_file(ws: Workspace, excerpt: str) -> str | None:
+    """The repo file whose `__CUDACC__` test keeps `__host__ __device__` from the helper a kernel calls, from
+    clang's "candidate function not viable: call to __host__ function" note."""
+    from agent.patch.units import include_graph
+
+    m = _HOST_ONLY.search(excerpt or "")
+    if not m:
+        return None
+    rel, line = m.group("file").removeprefix("./"), int(m.group("line"))
+    text = ws.read(rel)
+    if text is None:
+        return None
+    lines = text.splitlines(keepends=True)
+    if _cuda_only_qualifier(lines, line - 4, set()):  # the qualifier right above the declaration
+        return rel
+    words = set(_WORD.findall("".join(lines[max(line - 3, 0) : line])))
+    near = [rel, *sorted(include_graph(ws.root).get(rel, ()))]  # a qualifier macro, here or in an include
+    for cand in near:
+        cand_lines = (ws.read(cand) or "").splitlines(keepends=True)
+        for i, ln in enumerate(cand_lines):
+            d = re.match(r"\s*#\s*define\s+(\w+)", ln)
+            if d and d.group(1) in words and _cuda_only_qualifier(cand_lines, i, words):
+                return cand
+    return None
+
+
+class HostOnlyHelperFixer:
+    """A kernel calls a helper whose `__host__ __device__` only `__CUDACC__` compilers see -> that file's
+    `__CUDACC__` tests accept `__HIPCC__`."""
+
+    family = "cudacc_qualifier"
+    kinds: tuple[str, ...] = ("compile_error", "compiler_dialect")
+
+    def propose(self, failure: Failure, ws: Workspace) -> Proposal | None:
+        rel = qualifier_file(ws, failure.excerpt or "")
+        text = ws.read(rel) if rel else None
+        if rel is None or text is None:
+            return None
+        new = "".join(widen(ln) for ln in text.splitlines(keepends=True))
+        return make_proposal(
+            failure,
+            self.family,
+            {rel: (text, new)},
+            (
+                f"{failure.file}:{failure.line} calls `{failure.symbol}`, whose `__host__ __device__` in {rel} is "
+                f"behind a `__CUDACC__` test; hipcc defines `__HIPCC__`, not `__CUDACC__`, so it saw a host-only "
+                f"function ({failure.message}). Each `__CUDACC__` test in {rel} now also accepts `__HIPCC__` (what "
+                f"torch's hipify does at build time); nvcc never defines `__HIPCC__`, so nothing changes on CUDA."
+            ),
+            ws=ws,
+        )
+
+
+register(HostOnlyHelperFixer())
