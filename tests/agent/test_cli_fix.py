@@ -175,3 +175,48 @@ def test_a_crlf_source_is_fixed_and_keeps_its_crlf_line_ends(git_repo, hipcc, nv
     fixed = (root / "Utils/ColorSpace.cu").read_bytes()
     assert b"USE_ROCM" in fixed and fixed.count(b"\n") == fixed.count(b"\r\n")
     assert _git(root, "status", "--porcelain") == ""
+
+
+@pytest.mark.slow
+def test_a_kernel_instantiated_by_a_unit_with_its_own_defines_is_fixed_through_that_unit(
+    git_repo, hipcc, nvcc
+):
+    """The build compiles acoustic.cu-like kernels only through a unit that #defines their macros first
+    (deepwave's CMake passes them as -D; an instantiating unit is the same): alone they stop at `#error`, so
+    rocport must check the header fix through the unit, not withdraw it because the kernel alone fails."""
+    common = "#pragma once\n#include <cuda_runtime.h>\n\ninline void sync() { cudaDeviceSynchronize(); }\n"
+    kernel = (
+        '#ifndef DW_NDIM\n#error DW_NDIM must be specified\n#endif\n#include "common_gpu.h"\n\n'
+        "__global__ void scale(float* x) { x[threadIdx.x] *= DW_NDIM; }\n"
+    )
+    root = git_repo(
+        {
+            "common_gpu.h": common,
+            "kernel.cu": kernel,
+            "unit_1d.cu": '#define DW_NDIM 1\n#include "kernel.cu"\n',
+        }
+    )
+    built = subprocess.run(
+        [
+            "hipcc",
+            "-x",
+            "hip",
+            "-DUSE_ROCM",
+            "--offload-arch=gfx90a",
+            "-I.",
+            "-c",
+            "unit_1d.cu",
+            "-o",
+            "/dev/null",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
+    assert built.returncode != 0 and "cuda_runtime.h" in built.stderr
+    log = root.parent / "build.log"
+    log.write_text(built.stderr)
+    result = _fix(root, "--log", log, "--image", "local")
+    assert result.exit_code == 0, result.output
+    assert "1/1 unit(s) compile for ROCm" in result.output and "withdrawn" not in result.output
+    assert _git(root, "log", "--format=%s", "main..HEAD").splitlines()  # kept commits
