@@ -29,6 +29,7 @@ WHAT = {
     "driver_api": "Map the CUDA driver API to HIP",
     "cudacc": "Let __CUDACC__ tests accept hipcc",
     "cudacc_qualifier": "Keep __CUDACC__-qualified helpers device-callable on ROCm",
+    "launch_syntax": "Join split kernel-launch chevrons",
 }
 """Commit subjects by rule family; an LLM patch (or an unnamed family) says `Fix <kind>`."""
 
