@@ -207,7 +207,8 @@ def _time_processes(root: Path, profile_name: str, tmp: Path, repeat: int) -> li
     args = ("--profile", profile_name, "--no-cache")
     run_cli(root, out, None, *args, env=env)
     rows: list[tuple[str, int | None, Path, dict[str, str] | None]] = [
-        ("fresh, `rocport scan --no-cache` process", None, root, env),
+        ("fresh, `rocport scan --no-cache` process (default: a forked copy per idle core)", None, root, env),
+        ("  the same with -j 1 (one process)", 1, root, env),
         ("  the same with -j 2 (with a forked copy)", 2, root, env),
         ("  the same on an empty directory (start-up, imports)", None, empty, env),
         (
@@ -232,6 +233,11 @@ def _time_processes(root: Path, profile_name: str, tmp: Path, repeat: int) -> li
     for what, jobs, tree, environment in rows:
         wall, _, cpu = best_of(repeat, partial(run_cli, tree, out, jobs, *args, env=environment))
         timed.append((what, wall, cpu))
+    # `rocport scan` as a user reruns it (the default: the result cache on, every file unchanged)
+    cached = partial(run_cli, root, out, None, "--profile", profile_name, env=env)
+    cached()
+    wall, _, cpu = best_of(repeat, cached)
+    timed.append(("  a second `rocport scan` (result cache on, as by default; no file changed)", wall, cpu))
     return timed
 
 

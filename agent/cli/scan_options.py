@@ -57,7 +57,7 @@ OPTIONS: tuple[ScanOption, ...] = (
     ScanOption(
         "jobs",
         ("--jobs", "-j"),
-        "Worker processes (default: one for a tree under 1,500 files, else CPUs).",
+        "Worker processes (default: a forked copy per idle core under 1,500 files, else the CPUs).",
         "value",
         minimum=1,
     ),

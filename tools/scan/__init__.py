@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from tools.records import Failure
 from tools.scan.repo import ScanError, ScanReport, scan_tree
-from tools.scan.rocm_build import DEFAULT_PROFILE_EXCLUDES, read_build_list
+from tools.scan.rocm_build import DEFAULT_PROFILE_EXCLUDES, BuildList, read_build_list
 from tools.scan.sarif import to_sarif
 
 if TYPE_CHECKING:
@@ -75,13 +75,17 @@ def scan_report(
         exclude = DEFAULT_PROFILE_EXCLUDES if loaded is not None else ()
     build = None
     if loaded is not None and loaded.rocm_sources is not None:
-        try:
-            build = read_build_list(Path(path), loaded.rocm_sources)
-        except (OSError, SyntaxError, ValueError) as exc:
-            raise ScanError(
-                f"cannot read the ROCm source list named by profile {loaded.name}: {exc}; "
-                f"fix the profile's rocm_sources or scan without --profile"
-            ) from exc
+        sources, name = loaded.rocm_sources, loaded.name
+
+        def build() -> BuildList | None:  # read while forked copies scan (tools/scan/fork.py)
+            try:
+                return read_build_list(Path(path), sources)
+            except (OSError, SyntaxError, ValueError) as exc:
+                raise ScanError(
+                    f"cannot read the ROCm source list named by profile {name}: {exc}; "
+                    f"fix the profile's rocm_sources or scan without --profile"
+                ) from exc
+
     return scan_tree(
         path,
         hipify=resolve_hipify(loaded, hipify),

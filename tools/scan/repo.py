@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +22,7 @@ from tools.scan.cache import PackedResult, ResultCache, pack, seed_key, unpack
 from tools.scan.catalog import IDENTIFIER_RE
 from tools.scan.discover import discover
 from tools.scan.findings import dedupe_signatures
-from tools.scan.fork import FORK_MIN_FILES, can_fork, scan_forked
+from tools.scan.fork import FORK_MIN_FILES, can_fork, idle_cores, scan_forked
 from tools.scan.hipify import hipify_translates
 from tools.scan.python_reach import unreachable
 from tools.scan.python_rules import vendor_module
@@ -72,28 +72,38 @@ def _scan_chunk_packed(root: str, rels: list[str], hipify: bool) -> list[PackedR
 
 
 def _scan_all(
-    root: Path, rels: list[str], hipify: bool, jobs: int | None, cache: ResultCache | None
+    root: Path,
+    rels: list[str],
+    hipify: bool,
+    jobs: int | None,
+    cache: ResultCache | None,
+    meanwhile: Callable[[], object],
 ) -> list[FileResult]:
+    """Every file's result (`meanwhile` runs once, while forked copies scan, if there are any)."""
     if cache is None:
-        return _scan_fresh(root, rels, hipify, jobs)
+        return _scan_fresh(root, rels, hipify, jobs, meanwhile)
     stored = {rel: cache.get(rel) for rel in rels}
-    fresh = _scan_fresh(root, [rel for rel, r in stored.items() if r is None], hipify, jobs)
+    fresh = _scan_fresh(root, [rel for rel, r in stored.items() if r is None], hipify, jobs, meanwhile)
     for result in fresh:
         cache.put(result)
         stored[result.path] = result
     return [r for r in stored.values() if r is not None]
 
 
-def _scan_fresh(root: Path, rels: list[str], hipify: bool, jobs: int | None) -> list[FileResult]:
+def _scan_fresh(
+    root: Path, rels: list[str], hipify: bool, jobs: int | None, meanwhile: Callable[[], object]
+) -> list[FileResult]:
     if len(rels) < PARALLEL_MIN_FILES:
-        # Forked copies only when asked for (-j N): where the other cores are busy, as on a shared
-        # machine, they cost CPU (each warms its own memos) and gain no wall time.
-        copies = min(jobs or 1, len(rels) // FORK_MIN_FILES)
+        # Forked copies as asked (-j N), else one per idle core: where the other cores are busy, as on a
+        # shared machine, a copy costs CPU (each warms its own memos) and gains no wall time.
+        copies = min(jobs if jobs is not None else idle_cores(), len(rels) // FORK_MIN_FILES)
         if copies > 1 and can_fork():
-            return scan_forked(str(root), rels, copies, lambda share: _scan_chunk(str(root), share, hipify))
+            return scan_forked(rels, copies, lambda share: _scan_chunk(str(root), share, hipify), meanwhile)
+        meanwhile()
         return _scan_chunk(str(root), rels, hipify)
     workers = jobs if jobs is not None else min(len(os.sched_getaffinity(0)), 8)
     if workers <= 1:
+        meanwhile()
         return _scan_chunk(str(root), rels, hipify)
     chunks = [rels[i : i + _CHUNK] for i in range(0, len(rels), _CHUNK)]
     # Imported only when workers are forked: most trees scan in one process, and these imports
@@ -103,6 +113,7 @@ def _scan_fresh(root: Path, rels: list[str], hipify: bool, jobs: int | None) -> 
 
     with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
         parts = pool.map(_scan_chunk_packed, [str(root)] * len(chunks), chunks, [hipify] * len(chunks))
+        meanwhile()
         return [unpack(packed) for part in parts for packed in part]
 
 
@@ -194,13 +205,14 @@ def scan_tree(
     include_vendored: bool = False,
     root: str | Path | None = None,
     exclude: tuple[str, ...] = (),
-    build: BuildList | None = None,
+    build: BuildList | Callable[[], BuildList | None] | None = None,
     select: tuple[str, ...] = (),
     cache_dir: Path | None = None,
 ) -> ScanReport:
     """Scan a directory (or one file, named relative to `root`) and return findings plus skip notes.
-    With a ROCm build list, findings outside the files it compiles go to `not_built`; `select`
-    keeps only those kinds; with `cache_dir`, files unchanged since the last scan are not read."""
+    With a ROCm build list, findings outside the files it compiles go to `not_built` (a function that
+    reads it runs while forked copies scan); `select` keeps only those kinds; with `cache_dir`, files
+    unchanged since the last scan are not read."""
     started = time.perf_counter()
     target = Path(path)
     if not target.exists():
@@ -217,18 +229,25 @@ def scan_tree(
         root = target
         rels, problems = discover(root, include_vendored=include_vendored, exclude=exclude)
     cache = ResultCache(cache_dir, root, hipify) if cache_dir is not None else None
-    results = {r.path: r for r in _scan_all(root, rels, hipify, jobs, cache)}
+    read: list[BuildList | None] = [None if callable(build) else build]
+
+    def read_build() -> None:
+        if callable(build):
+            read[0] = build()
+
+    results = {r.path: r for r in _scan_all(root, rels, hipify, jobs, cache, read_build)}
+    build_list = read[0]
     before_rescan = _rescan_with_header_macros(root, results, hipify, cache)
     if cache is not None:
         cache.save()
     graph = _TreeView(results, before_rescan)  # same paths: its include lookups hold
     reachable = graph.rocm_reachable()
     compiled, rocm_only = reachable, set()
-    if build is not None:
-        compiled = graph.rocm_reachable(build.units - build.rocm_only) | {
-            p for p in results if build.in_build(p)
+    if build_list is not None:
+        compiled = graph.rocm_reachable(build_list.units - build_list.rocm_only) | {
+            p for p in results if build_list.in_build(p)
         }
-        rocm_only = graph.rocm_reachable(build.rocm_only) - compiled
+        rocm_only = graph.rocm_reachable(build_list.rocm_only) - compiled
     imports = {r.path: r.imports for r in results.values() if r.path.endswith(".py")}
     reachable = reachable - unreachable(imports, vendor_module)
     kept = [
@@ -238,7 +257,7 @@ def scan_tree(
         for f in r.findings
         if (not select or f.kind in select) and _keep(f, graph, hipify)
     ]
-    in_build = [f for f in kept if f.file in compiled and (build is None or real_blocker(f))]
+    in_build = [f for f in kept if f.file in compiled and (build_list is None or real_blocker(f))]
     outside = [f for f in kept if f.file not in compiled and f.file not in rocm_only and _work(f)]
     report = ScanReport(
         str(root),
@@ -246,7 +265,7 @@ def scan_tree(
         len(rels),
         sorted(problems + [(r.path, r.note) for r in results.values() if r.note]),
         hipify,
-        build=build.described if build else None,
+        build=build_list.described if build_list else None,
         not_built=summarize_not_built(outside),
         outside_build=dedupe_signatures(outside),
         rocm_only=len(rocm_only | {r.path for r in results.values() if r.rocm_only}),

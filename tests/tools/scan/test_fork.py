@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import os
 import resource
+from pathlib import Path
 
 from tests.tools.scan.helpers import write
 from tools.scan import scan_report
-from tools.scan.fork import can_fork, scan_forked, shares
+from tools.scan.fork import RUN, can_fork, idle_cores, scan_forked, shares
 from tools.scan.scanner import scan_path
 
 KERNEL = (
@@ -35,13 +36,40 @@ def _everything(report):
     )
 
 
-def test_shares_keep_the_order_and_split_the_bytes(tmp_path):
+def test_shares_deal_runs_of_neighbours_in_turn(tmp_path):
+    rels = [f"csrc/k{i:03}.cu" for i in range(10 * RUN + 5)]
+    parts = shares(rels, 3)
+    assert sorted(rel for part in parts for rel in part) == rels  # every file once
+    assert parts[0][:RUN] == rels[:RUN] and parts[1][:RUN] == rels[RUN : 2 * RUN]  # neighbours stay together
+    assert max(map(len, parts)) - min(map(len, parts)) <= RUN
+    lighter = shares(rels, 3, spare=1)  # this process has other work: one run fewer for it
+    assert len(lighter[0]) == len(parts[0]) - RUN
+    assert sorted(rel for part in lighter for rel in part) == rels
+
+
+def test_idle_cores_counts_only_cores_this_process_may_use():
+    assert 1 <= idle_cores() <= len(os.sched_getaffinity(0))
+
+
+def test_an_unreadable_build_list_is_a_scan_error_with_copies_scanning(tmp_path):
+    """The build list is read while forked copies scan: its error still ends the scan with the one-line
+    ScanError, and no copy is left behind."""
+    import pytest
+    import yaml
+
+    from agent.profiles import load_profile
+    from tools.scan import ScanError
+
     root = _tree(tmp_path)
-    rels = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
-    parts = shares(str(root), rels, 3)
-    assert [rel for part in parts for rel in part] == rels
-    weights = [sum(os.path.getsize(root / rel) for rel in part) for part in parts]
-    assert len(parts) == 3 and max(weights) < 1.5 * min(weights)
+    (root / "setup_rocm.py").write_text("sources = [\n")  # a syntax error: unreadable
+    data = yaml.safe_load(Path("agent/profiles/tinyserve.yaml").read_text())
+    data["rocm_sources"] = {"setup_py": "setup_rocm.py"}
+    (tmp_path / "profile.yaml").write_text(yaml.safe_dump(data))
+    profile = load_profile(str(tmp_path / "profile.yaml"))
+    with pytest.raises(ScanError, match="cannot read the ROCm source list"):
+        scan_report(root, profile=profile, jobs=2)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # no child of this process is left, running or unreaped
 
 
 def _children_cpu() -> float:
@@ -70,6 +98,6 @@ def test_a_copy_that_fails_has_its_share_scanned_here(tmp_path):
             raise MemoryError("the copy runs out of memory")
         return [scan_path(root, rel) for rel in share]
 
-    results = scan_forked(str(root), rels, 3, scan)
+    results = scan_forked(rels, 3, scan)
     assert [r.path for r in results] == rels
     assert [r.findings for r in results] == [scan_path(root, rel).findings for rel in rels]
