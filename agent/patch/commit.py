@@ -30,6 +30,7 @@ WHAT = {
     "cudacc": "Let __CUDACC__ tests accept hipcc",
     "cudacc_qualifier": "Keep __CUDACC__-qualified helpers device-callable on ROCm",
     "launch_syntax": "Join split kernel-launch chevrons",
+    "exec_space": "Keep out-of-class member definitions __host__ __device__ on ROCm",
 }
 """Commit subjects by rule family; an LLM patch (or an unnamed family) says `Fix <kind>`."""
 

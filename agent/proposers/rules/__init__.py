@@ -36,6 +36,7 @@ from agent.proposers.rules import atomics16  # noqa: F401
 from agent.proposers.rules import thrust_backend  # noqa: F401
 from agent.proposers.rules import launch_bounds  # noqa: F401
 from agent.proposers.rules import launch_syntax  # noqa: F401
+from agent.proposers.rules import exec_space  # noqa: F401
 from agent.proposers.rules import weight_names  # noqa: F401
 from agent.proposers.rules import quant_exclusion  # noqa: F401
 
