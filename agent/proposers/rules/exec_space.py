@@ -21,11 +21,14 @@ from agent.proposers.rules.compat_header import (
     find_compat,
     include_spelling,
 )
+from agent.proposers.rules.cudacc import enclosing
 from tools.records import Failure, Proposal
 
-_OVERLOAD = re.compile(r"__host__ function '[^']+' cannot overload (__host__ __device__|__device__) function")
+_OVERLOAD = re.compile(
+    r"__host__ function '(\w+)[^']*' cannot overload (__host__ __device__|__device__) function"
+)
 MACROS = {"__host__ __device__": "ROCPORT_HOST_DEVICE", "__device__": "ROCPORT_DEVICE"}
-_QUALIFIED = re.compile(r"\b(\w+)\s*(?:<[^(){};]*>)?\s*::\s*(~?\w+|operator\b)")
+_MEMBER = re.compile(r"::\s*(~?\w+)")
 _TEMPLATE_HEAD = re.compile(r"\s*template\s*<")
 _STARTS = (">", ";", "}", "{", "*/")
 
@@ -69,28 +72,84 @@ def _starts_statement(lines: list[str], index: int) -> bool:
     return not prev or prev.startswith(("#", "//")) or prev.endswith(_STARTS)
 
 
-def qualify(lines: list[str], index: int, qualifiers: str, macro: str) -> list[str] | None:
-    """`lines` with `macro` in front of every out-of-class definition of the class that line `index` defines a
-    member of, for the members declared with `qualifiers`; None when line `index` is not such a definition."""
-    here = _QUALIFIED.search(lines[index]) if index < len(lines) else None
-    if here is None or not _starts_statement(lines, index):
+def qualified(line: str) -> list[tuple[str, str]]:
+    """(class, member) of each `Class<args>::member` on `line` that a definition there could declare (see
+    _declarator); the template arguments are skipped by balancing their angle brackets, so `Interval<T>
+    AA<T, Is...>::interval` is AA's."""
+    out = []
+    for m in _MEMBER.finditer(line):
+        i = m.start() - 1
+        while i >= 0 and line[i] == " ":
+            i -= 1
+        if i >= 0 and line[i] == ">":
+            depth = 0
+            while i >= 0:
+                depth += {">": 1, "<": -1}.get(line[i], 0)
+                i -= 1
+                if depth == 0:
+                    break
+            while i >= 0 and line[i] == " ":
+                i -= 1
+        end = i + 1
+        while i >= 0 and (line[i].isalnum() or line[i] == "_"):
+            i -= 1
+        if line[i + 1 : end] and _declarator(line, i + 1):
+            out.append((line[i + 1 : end], m.group(1)))
+    return out
+
+
+_NOT_SPECIFIERS = re.compile(
+    r"\b(?:return|throw|case|new|delete|co_return|co_yield|goto|else|do)\b|[=(){};+\-!?]"
+)
+
+
+def _declarator(line: str, start: int) -> bool:
+    """True when the qualified name at `start` can be what a definition on this line declares: no directive,
+    and only declaration specifiers (a return type) between the template heads and it, no expression."""
+    if line.lstrip().startswith("#"):
+        return False
+    return not _NOT_SPECIFIERS.search(line[_head_end(line) : start].replace("::", ""))
+
+
+def qualify(lines: list[str], index: int, qualifiers: str, macro: str, member: str) -> list[str] | None:
+    """`lines` with `macro` in front of every out-of-class definition of the class whose `member` line `index`
+    defines, for the members declared with `qualifiers`; None when line `index` is no such definition."""
+    here = [c for c, m in qualified(lines[index]) if m == member] if index < len(lines) else []
+    if not here or not _starts_statement(lines, index):
         return None
-    cls, names = here.group(1), _declared(lines, qualifiers) | {here.group(2)}
+    cls, names = here[0], _declared(lines, qualifiers) | {member}
     out = list(lines)
     for i, line in enumerate(lines):
-        m = _QUALIFIED.search(line)
-        if (
-            not m
-            or m.group(1) != cls
-            or m.group(2) not in names
-            or (i != index and not _starts_statement(lines, i))
-        ):
+        if not any(c == cls and m in names for c, m in qualified(line)):
+            continue
+        if i != index and not _starts_statement(lines, i):
             continue
         if "__host__" in line or "__device__" in line or macro in line or line.rstrip().endswith(";"):
             continue
         at = _head_end(line)
         out[i] = f"{line[:at]}{macro} {line[at:]}"
     return out if out != lines else None
+
+
+def _before_first_use(text: str, include: str, macro: str) -> str:
+    """`text` with `include` above the first use of `macro`: where the file's last #include comes after it
+    (a header that includes more at its end), it moves up to the first #include."""
+    lines = text.splitlines(keepends=True)
+    at, use = lines.index(include), next(i for i, ln in enumerate(lines) if macro in ln)
+    if at < use:
+        return text
+    del lines[at]
+    guard = re.match(r"\s*#\s*ifndef\s+(\w+)", lines[0]) if lines else None
+    first = next(
+        (
+            i
+            for i, ln in enumerate(lines)
+            if re.match(r"\s*#\s*include\b", ln)
+            and all(guard and d.split()[-1] == guard.group(1) for d in enclosing(lines, i))
+        ),
+        use,
+    )
+    return "".join([*lines[: min(first, use)], include, *lines[min(first, use) :]])
 
 
 class ExecSpaceFixer:
@@ -108,10 +167,10 @@ class ExecSpaceFixer:
         if view is None:
             return None
         rel, text, have = view
-        qualifiers = m.group(1)
+        qualifiers = m.group(2)
         macro = MACROS[qualifiers]
         lines = text.splitlines(keepends=True)
-        new = qualify(lines, failure.line - 1, qualifiers, macro)
+        new = qualify(lines, failure.line - 1, qualifiers, macro, m.group(1))
         if new is None:
             return None
         edits = add_block(ws, rel, None if f"define {macro}" in have else _block(macro, qualifiers))
@@ -119,7 +178,8 @@ class ExecSpaceFixer:
         if rel in edits:  # the file did not include the compat header yet: it does, with the macro
             from agent.proposers.rules.warp import add_include  # warp imports compat_header
 
-            body = add_include(body, include_spelling(find_compat(ws, rel) or compat_location(ws, rel), rel))
+            line = f'#include "{include_spelling(find_compat(ws, rel) or compat_location(ws, rel), rel)}"\n'
+            body = _before_first_use(add_include(body, line[10:-2]), line, macro)
         edits[rel] = (text, body)
         count = sum(a != b for a, b in zip(lines, new, strict=True))
         return make_proposal(

@@ -5,7 +5,7 @@ function 'get' cannot overload __host__ __device__ function 'get'", cusvna's AA<
 from __future__ import annotations
 
 from agent.proposers.rules import Workspace, propose_for
-from agent.proposers.rules.exec_space import qualify
+from agent.proposers.rules.exec_space import qualified, qualify
 from sandboxes.docker import DockerSandbox
 from tests.agent.rules.helpers import image_toolchains, validate
 from tools.diagnose import diagnose_text
@@ -53,13 +53,25 @@ KERNEL = (
 def test_every_definition_of_the_class_s_host_device_members_is_qualified_and_no_other():
     lines = BOX.splitlines(keepends=True)
     at = next(i for i, ln in enumerate(lines) if "::get()" in ln)
-    new = "".join(qualify(lines, at, "__host__ __device__", "ROCPORT_HOST_DEVICE") or [])
+    new = "".join(qualify(lines, at, "__host__ __device__", "ROCPORT_HOST_DEVICE", "get") or [])
     assert "ROCPORT_HOST_DEVICE Box<T, N>::Box(const T& v)" in new
     assert "ROCPORT_HOST_DEVICE T Box<T, N>::get() const" in new
     assert "ROCPORT_HOST_DEVICE int Box<T, N>::index()" in new
     assert "\nint Box<T, N>::host_only() const" in new  # declared host-only: left alone
     assert new.count("ROCPORT_HOST_DEVICE") == 3
-    assert qualify(new.splitlines(keepends=True), at, "__host__ __device__", "ROCPORT_HOST_DEVICE") is None
+    assert (
+        qualify(new.splitlines(keepends=True), at, "__host__ __device__", "ROCPORT_HOST_DEVICE", "get")
+        is None
+    )
+
+
+def test_the_class_is_read_past_a_qualified_return_type():
+    assert qualified("Interval<T> AA<T, Is...>::interval() const {") == [("AA", "interval")]
+    assert qualified("detail::tag_t& AA<T,Is...>::tag() {") == [("detail", "tag_t"), ("AA", "tag")]
+    assert qualified("AA<T,Is...>::AA(const T& b): m_b(b) {}") == [("AA", "AA")]
+    # a macro and an expression are no definitions
+    assert qualified("#define new_aa(i) cusvna::AA<decltype(i)::type>::from_interval<__COUNTER__>(i)") == []
+    assert qualified("    return AA<T, N>::index<3>();") == []
 
 
 def test_the_definitions_compile_for_gfx942_and_cuda_reads_the_same(git_repo, rocm_image, nvcc):
