@@ -57,31 +57,21 @@ def test_the_fourth_held_out_group_is_broad_and_new():
     assert not others & set(per_package)
 
 
-def test_the_fifth_held_out_group_failed_hipcc_before_any_fix_and_is_dev_since():
-    """heldout16e: every kernel was picked only because it fails hipcc gfx942 as it is; >= 10 kernels from >= 5
-    packages, <= 3 from any one. Scored once as held-out (8/14), it is dev since: its blockers are seen."""
+@pytest.mark.parametrize("group_name", ["heldout16e", "heldout17"])
+def test_a_held_out_group_failed_hipcc_before_any_fix_and_is_dev_since(group_name):
+    """heldout16e (HELDOUT16E.md) and heldout17 (the same rule on a new package list, HELDOUT17.md): every kernel
+    was picked only because it fails hipcc gfx942 as it is; 14 kernels from >= 5 packages, <= 3 from any one, no
+    package another group uses. Each was scored once as held-out (8/14, 13/14) and is dev since: its blockers
+    are seen."""
     dev = load_tasks("dev")
-    group = [t for t in dev if "Held-out group heldout16e" in t.notes]
-    per_package = Counter(t.package for t in group)
-    assert len(group) == 14 and len(per_package) >= 5 and max(per_package.values()) <= 3
-    assert all("fails the harness's hipcc gfx942 line before any fix" in t.notes for t in group)
-    assert all("dev from then on" in t.notes for t in group)
-    assert not [t for t in load_tasks("test") if "heldout16e" in t.notes]
-
-
-def test_the_sixth_held_out_group_failed_hipcc_before_any_fix_and_is_dev_since():
-    """heldout17: heldout16e's rule on a new package list (HELDOUT17.md): every kernel fails hipcc gfx942 as it
-    is; >= 10 kernels from >= 5 packages, <= 3 from any one, and no package any other group uses. Scored once as
-    held-out (13/14), it is dev since: its one blocker is seen."""
-    dev = load_tasks("dev")
-    group = [t for t in dev if "Held-out group heldout17" in t.notes]
+    group = [t for t in dev if f"Held-out group {group_name} " in t.notes]
     per_package = Counter(t.package for t in group)
     assert len(group) == 14 and len(per_package) >= 5 and max(per_package.values()) <= 3
     assert all("fails the harness's hipcc gfx942 line before any fix" in t.notes for t in group)
     assert all("dev from then on" in t.notes for t in group)
     others = {t.package for t in dev if t not in group} | {t.package for t in load_tasks("test")}
     assert not others & set(per_package)
-    assert not [t for t in load_tasks("test") if "heldout17" in t.notes]
+    assert not [t for t in load_tasks("test") if group_name in t.notes]
 
 
 def test_materialize_copies_the_include_closure_and_the_unit(tmp_path):
