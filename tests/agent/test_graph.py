@@ -161,3 +161,32 @@ def test_review_pauses_before_an_llm_patch_and_resumes(tmp_path, git_repo, hipcc
     [kept] = [o for o in done["outcomes"] if o.kept]
     assert kept.proposal.proposer == "llm:scripted"
     assert "s_sleep" in (Path(done["repo_dir"]) / "csrc/spin.cu").read_text()
+
+
+def test_a_resumed_wave_reports_a_kept_patch_whose_event_a_kill_cut_off(tmp_path, git_repo):
+    """Killed after a kept patch was journaled and committed but before its patch_kept event: the resumed wave
+    reports it once (the events log says what the branch holds); a patch already reported is not reported again."""
+    from agent.loop.journal import Entry, WaveJournal, wave_key
+    from agent.loop.nodes.wave_record import resume_wave
+    from agent.proposers.rules import file_diff
+    from tools.git import commit_files
+    from tools.records import PatchOutcome, Proposal
+
+    env = make_env(tmp_path, git_repo(FILES))
+    state = checked_out(env)
+    repo = Path(state.repo_dir)
+    journal = WaveJournal(tmp_path / "journal.jsonl")
+    key = wave_key(1, state.head)
+    for n, name in enumerate(("a.h", "b.h")):
+        diff = file_diff(name, None, f"// {name}\n")
+        proposal = Proposal(f"sig{n}", "rule:test", diff, "adds a header", [name])
+        (repo / name).write_text(f"// {name}\n")
+        commit_files(repo, [name], f"add {name}")
+        outcome = PatchOutcome(proposal, applied=True, kept=True, reason="all checks passed")
+        journal.record(Entry(key, n, outcome, kind="cuda_header", file=name, message=f"add {name}"))
+    shas = git.Repo(repo).git.rev_list("--reverse", f"{state.head}..HEAD").split()
+    env.observer.emit("patch_kept", proposer="rule:test", kind="cuda_header", file="a.h", commit=shas[0])
+    wave = resume_wave(state, env, journal, key)
+    events = [e for e in env.observer.events if e["event"] == "patch_kept"]
+    assert [e["commit"] for e in events] == shas  # a.h's from before the kill, b.h's now
+    assert len(wave.outcomes) == len(state.outcomes) + 2

@@ -3,6 +3,7 @@ killed wave resumes after its last recorded proposal instead of redoing the wave
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
 
 from agent.loop.journal import Entry, WaveJournal, restore_commits
@@ -49,14 +50,40 @@ def resume_wave(state: PortState, env: RunEnv, journal: WaveJournal, key: str) -
         reset_to_head(state)
         return wave
     commits = iter(restore_commits(state.repo_dir, state.head, entries))
+    announced = _announced(env)
     for entry in entries:
-        wave.add(entry, next(commits) if entry.kept else None)
+        commit = next(commits) if entry.kept else None
+        wave.add(entry, commit)
+        if commit and commit not in announced and entry.outcome is not None:
+            _tell_kept(env, wave, entry, commit)  # killed between its commit and its event
     env.observer.emit(
         "note",
         message=f"resumed the interrupted patch wave: {len(entries)} proposal(s) already "
         f"checked ({sum(e.kept for e in entries)} kept) are not redone",
     )
     return wave
+
+
+def _announced(env: RunEnv) -> set[str]:
+    """Commits the run's event log already reports kept."""
+    path = env.rundir.events
+    lines = path.read_text().splitlines() if path.exists() else []
+    return {json.loads(ln).get("commit", "") for ln in lines if '"patch_kept"' in ln}
+
+
+def _tell_kept(env: RunEnv, wave: Wave, entry: Entry, commit: str) -> None:
+    if entry.outcome is None:  # kept entries always have an outcome
+        return
+    proposal = entry.outcome.proposal
+    env.rundir.save_patch(entry.kind, "kept", proposal.diff)
+    env.observer.emit(
+        "patch_kept",
+        proposer=proposal.proposer,
+        kind=entry.kind,
+        file=entry.file,
+        commit=commit,
+        counters=wave.counters,
+    )
 
 
 def announce(env: RunEnv, wave: Wave, entry: Entry, commit: str | None) -> None:
@@ -67,15 +94,7 @@ def announce(env: RunEnv, wave: Wave, entry: Entry, commit: str | None) -> None:
         return
     proposal, kind, file = outcome.proposal, entry.kind, entry.file
     if commit:
-        env.rundir.save_patch(kind, "kept", proposal.diff)
-        env.observer.emit(
-            "patch_kept",
-            proposer=proposal.proposer,
-            kind=kind,
-            file=file,
-            commit=commit,
-            counters=wave.counters,
-        )
+        _tell_kept(env, wave, entry, commit)
         return
     env.rundir.save_patch(kind, "reverted" if outcome.applied else "not-applied", proposal.diff)
     env.observer.emit(
