@@ -83,8 +83,18 @@ class ConnectionPool:
     async def fill(self, n: int) -> None:
         """Open connections until n are idle, so the measured window never pays for connects."""
         need = n - len(self.idle)
-        if need > 0:
-            self.idle.extend(await asyncio.gather(*(self._open() for _ in range(need))))
+        if need <= 0:
+            return
+        # every open is awaited, failed or not: one left running past the first failure ended unretrieved,
+        # and asyncio printed its traceback at shutdown under the one-line error
+        opened = await asyncio.gather(*(self._open() for _ in range(need)), return_exceptions=True)
+        failed = [r for r in opened if isinstance(r, BaseException)]
+        if failed:
+            for conn in opened:
+                if isinstance(conn, StreamConnection):
+                    conn.close()
+            raise failed[0]
+        self.idle.extend(r for r in opened if isinstance(r, StreamConnection))
 
     async def acquire(self) -> StreamConnection:
         while self.idle:
