@@ -178,8 +178,8 @@ class ExecSpaceFixer:
         if rel in edits:  # the file did not include the compat header yet: it does, with the macro
             from agent.proposers.rules.warp import add_include  # warp imports compat_header
 
-            line = f'#include "{include_spelling(find_compat(ws, rel) or compat_location(ws, rel), rel)}"\n'
-            body = _before_first_use(add_include(body, line[10:-2]), line, macro)
+            spelling = include_spelling(find_compat(ws, rel) or compat_location(ws, rel), rel)
+            body = _before_first_use(add_include(body, spelling), f'#include "{spelling}"\n', macro)
         edits[rel] = (text, body)
         count = sum(a != b for a, b in zip(lines, new, strict=True))
         return make_proposal(
