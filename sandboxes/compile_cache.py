@@ -31,6 +31,7 @@ from sandboxes.compile_deps import (
     depfile_deps,
     direct,
     file_digest,
+    in_flight,
     messages_still_true,
     preprocessed_deps,
     read_text,
@@ -244,8 +245,29 @@ def cached_compile(
     parts = split_compile(argv)
     if parts is None or not cache:
         return {**run_argv(argv, cwd, timeout, env), "cached": ""}
-    key_argv, pre_argv, obj = parts
     started = time.monotonic()
+    # the same compile running now (a warm-up) is awaited, not redone; a warm-up never waits
+    with in_flight(cache, parts[0], cwd, wait=not warmup) as mine:
+        if not mine:
+            answer = {"returncode": 0, "stdout": "", "stderr": "", "timed_out": False, "cached": "in flight"}
+            return {**answer, "duration_s": time.monotonic() - started}
+        return _compile_once(argv, parts, cwd, cache, timeout, env, depend, edited, warmup, started)
+
+
+def _compile_once(
+    argv: list[str],
+    parts: tuple[list[str], list[str], str],
+    cwd: str,
+    cache: str,
+    timeout: float | None,
+    env: dict[str, str] | None,
+    depend: bool,
+    edited: bool,
+    warmup: bool,
+    started: float,
+) -> Result:
+    """cached_compile's lookup and compile, run while no other process compiles the same command."""
+    key_argv, pre_argv, obj = parts
     obj_path = obj if os.path.isabs(obj) else os.path.join(cwd, obj)
     meta, name = direct(cache, key_argv, cwd)
     if meta is not None and name is not None:

@@ -32,7 +32,34 @@ _MARKER_FILE = re.compile(rb'^\s*#\s*(?:line\s+)?\d+\s+"((?:[^"\\]|\\.)*)"', re.
 MANIFEST_ENTRIES = 8
 OUTPUT_CAP = 2_000_000
 CANCEL_WARMUPS = "cancel-warmups"
-"""The file (in the service's spool) that tells it to drop every warm-up asked so far."""
+"""The file (in the service's spool) that tells it to drop every warm-up asked so far; `cancel-warmups-ID`
+files hold a JSON list of units whose warm-ups are dropped (a patch changed what they read)."""
+PROMOTE_WARMUPS = "promote-warmups"
+"""The file that tells the service a build starts: warm-ups not started are dropped (the build compiles
+those units itself), those running finish and the build waits for them (see in_flight)."""
+
+
+@contextlib.contextmanager
+def in_flight(cache: str, key_argv: list[str], cwd: str, wait: bool = True) -> Any:
+    """Held while one compile command (its output path left out) is looked up, compiled and stored: the
+    same compile asked meanwhile (a build reaching a unit a warm-up is compiling) waits for it and is then
+    answered from the cache instead of compiling the unit a second time. Yields False, holding nothing,
+    when `wait` is False and the compile is running elsewhere (a warm-up has nothing to add then)."""
+    import fcntl  # POSIX only, as the sandboxes are
+
+    lock_dir = os.path.join(cache, "lock")
+    os.makedirs(lock_dir, exist_ok=True)
+    name = os.path.basename(_manifest_path(cache, key_argv, cwd))  # the compiler by what it is, not its path
+    with open(os.path.join(lock_dir, name), "a+b") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def run_argv(argv: list[str], cwd: str, timeout: float | None, env: dict[str, str] | None = None) -> Result:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from sandboxes.base import CommandResult, Sandbox, SandboxError, Service
-from sandboxes.compile_deps import CANCEL_WARMUPS
+from sandboxes.compile_deps import CANCEL_WARMUPS, PROMOTE_WARMUPS
 
 WORKER = Path(__file__).with_name("compile_worker.py")
 SHIPPED = ("compile_cache.py", "compile_deps.py")
@@ -106,13 +106,20 @@ class CompileService:
         return self.service.alive()
 
     def submit(
-        self, cmd: str, *, env: dict[str, str] | None = None, timeout: float = 600, mode: str = ""
+        self,
+        cmd: str,
+        *,
+        env: dict[str, str] | None = None,
+        timeout: float = 600,
+        mode: str = "",
+        unit: str | None = None,
     ) -> str:
         """Queue one command; returns the request id to `wait` on. `mode`: "" keys a compile by its
         preprocessed input first (unit checks); "depend" compiles a miss at once and records its -MD
         dependencies, as a build does; "index" compiles nothing: it gives a build's stored clean compile
         of `cmd` a preprocessed key too (see compile_cache.index_compile); "warmup" compiles as "depend"
-        does, at the lowest priority, for a build to reuse later (nobody waits for its answer)."""
+        does, at the lowest priority, for a build to reuse later (nobody waits for its answer); `unit`
+        names its source, so that cancel_warmups can drop it."""
         rid = f"{os.getpid()}-{next(self._ids):06d}" + ("-warmup" if mode == "warmup" else "")
         request = {
             "cmd": cmd,
@@ -120,6 +127,7 @@ class CompileService:
             "env": env or {},
             "timeout": timeout,
             "mode": mode,
+            "unit": unit,
         }
         tmp = self.spool / "req" / f".{rid}.tmp"
         tmp.write_text(json.dumps(request))
@@ -127,11 +135,22 @@ class CompileService:
         self.stats.requests += 1
         return rid
 
-    def cancel_warmups(self) -> None:
-        """Drop the warm-ups asked so far: those not started never run, those running are killed (a build
-        is starting: it compiles what is missing itself, at full priority, rather than wait for them)."""
+    def cancel_warmups(self, units: list[str] | None = None) -> None:
+        """Drop the warm-ups asked so far (of `units` only, when given: a patch is about to change what
+        they read): those not started never run, those running are killed."""
+        if units is not None and not units:
+            return
+        name = CANCEL_WARMUPS if units is None else f"{CANCEL_WARMUPS}-{next(self._ids):06d}"
         with contextlib.suppress(OSError):
-            (self.spool / CANCEL_WARMUPS).write_text("")
+            tmp = self.spool / f".{name}.tmp"
+            tmp.write_text(json.dumps(units or []))
+            tmp.rename(self.spool / name)
+
+    def promote_warmups(self) -> None:
+        """A build starts: the warm-ups not started are dropped (it compiles those units itself, at full
+        priority), those running finish and the build's own compile of their unit waits for them."""
+        with contextlib.suppress(OSError):
+            (self.spool / PROMOTE_WARMUPS).write_text("")
 
     def wait(self, rid: str, cmd: str, timeout: float, *, quiet: bool = False) -> CommandResult:
         """The answer to one request; a timed-out result when the service died or never answered.

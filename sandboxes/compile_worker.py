@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from sandboxes.compile_cache import cached_compile, index_compile, run_argv, split_compile
-from sandboxes.compile_deps import CANCEL_WARMUPS, atomic_write, read_text
+from sandboxes.compile_deps import CANCEL_WARMUPS, PROMOTE_WARMUPS, atomic_write, read_text
 
 if TYPE_CHECKING:
     from sandboxes.compile_deps import Result
@@ -71,8 +71,11 @@ def _idle_priority() -> None:
 def serve(spool: str) -> None:
     """Answer requests (SPOOL/req/ID.json -> SPOOL/res/ID.json) in parallel, up to the cores. Warm-up
     requests (`warmup` in their name: units the build will need, asked for ahead of it) go to a pool of
-    their own whose compilers run at nice 19, so a unit check is never queued behind them; the spool's
-    CANCEL_WARMUPS file drops those not started and kills those running (a build is starting)."""
+    their own whose compilers run at nice 19, so a unit check is never queued behind them. Control files
+    in the spool: CANCEL_WARMUPS drops those not started and kills those running (the run ends); a
+    `cancel-warmups-ID` file does so for the units it lists (a patch is about to change what they read);
+    PROMOTE_WARMUPS drops those not started and lets those running finish (a build starts, and waits for
+    them through the cache's in-flight lock rather than compile those units a second time)."""
     req, res, cache = (os.path.join(spool, d) for d in ("req", "res", "cache"))
     for d in (req, res, cache):
         os.makedirs(d, exist_ok=True)
@@ -98,14 +101,19 @@ def serve(spool: str) -> None:
         atomic_write(os.path.join(res, name), json.dumps(result).encode())
         os.unlink(path)
 
-    warm = {"generation": 0}  # warm-ups asked before the last cancel are dropped unstarted
+    warm: dict[str, Any] = {"generation": 0, "dropped": set()}  # what a cancel or a promotion dropped
 
     def warm_up(name: str, generation: int) -> None:
-        if generation == warm["generation"]:
+        path = os.path.join(req, name)
+        try:
+            unit = json.loads(read_text(path)).get("unit")
+        except (OSError, ValueError):
+            unit = None
+        if generation == warm["generation"] and unit not in warm["dropped"]:
             work(name)
         else:
             with contextlib.suppress(OSError):
-                os.unlink(os.path.join(req, name))
+                os.unlink(path)
 
     atomic_write(os.path.join(spool, "ready"), str(os.getpid()).encode())
     # Started by its owner directly (exec): a new parent means the owner died without closing us
@@ -113,16 +121,12 @@ def serve(spool: str) -> None:
     owner = os.getppid()
     idle = 0.02
     cores = max(2, os.cpu_count() or 2)
-    cancel = os.path.join(spool, CANCEL_WARMUPS)
     pool = ThreadPoolExecutor(cores)
     # half as many warm-ups as cores (two at least): idle cores fill without doubling a big build's memory
     idle_pool = ThreadPoolExecutor(max(2, cores // 2), initializer=_idle_priority)
     try:
         while os.path.isdir(req) and os.getppid() == owner:
-            if os.path.exists(cancel):
-                warm["generation"] += 1
-                _stop_idle_compiles()
-                os.unlink(cancel)
+            _control(spool, warm)
             fresh = [n for n in sorted(os.listdir(req)) if n.endswith(".json") and n not in taken]
             for name in fresh:
                 taken.add(name)
@@ -135,24 +139,57 @@ def serve(spool: str) -> None:
             time.sleep(idle)
     finally:
         warm["generation"] += 1
-        _stop_idle_compiles()
+        _idle_compiles(kill=True)
         idle_pool.shutdown()
         pool.shutdown()
 
 
-def _stop_idle_compiles() -> None:
-    """Kill the warm-up compiles running now: this process's children at nice 19 (each leads its own
-    process group, run_argv's new session, so the compiler's own children go with it)."""
+def _control(spool: str, warm: dict[str, Any]) -> None:
+    """Act on the control files the host left in the spool (see serve), each once."""
+    names = sorted(n for n in os.listdir(spool) if n.startswith((CANCEL_WARMUPS, PROMOTE_WARMUPS)))
+    for name in names:
+        path = os.path.join(spool, name)
+        if name == CANCEL_WARMUPS:
+            warm["generation"] += 1
+            _idle_compiles(kill=True)
+        elif name == PROMOTE_WARMUPS:
+            warm["generation"] += 1
+            _idle_compiles(kill=False)
+        else:
+            try:
+                units = set(json.loads(read_text(path)))
+            except (OSError, ValueError, TypeError):
+                units = set()
+            warm["dropped"] |= units
+            _idle_compiles(kill=True, units=units)
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+def _idle_compiles(kill: bool, units: set[str] | None = None) -> None:
+    """The warm-up compiles running now, this process's children at nice 19 (each leads its own process
+    group, run_argv's new session, so the compiler's own children go with it), killed (only those whose
+    command names one of `units`, when given), or else asked back to normal priority: that needs
+    CAP_SYS_NICE or RLIMIT_NICE, which a container rarely has; without it they finish at nice 19 on the
+    cores the build leaves idle while it waits for them."""
     me = str(os.getpid())
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
                 fields = fh.read().rsplit(")", 1)[1].split()  # from field 3 (state) on: ppid [1], nice [16]
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                argv = fh.read().decode("utf-8", "replace").split("\0")
         except (OSError, IndexError):
             continue
-        if len(fields) > 16 and fields[1] == me and fields[16] == "19":
-            with contextlib.suppress(OSError):
+        if len(fields) <= 16 or fields[1] != me or fields[16] != "19":
+            continue
+        if units is not None and not units.intersection(argv):
+            continue
+        with contextlib.suppress(OSError):
+            if kill:
                 os.killpg(int(pid), signal.SIGKILL)
+            else:
+                os.setpriority(os.PRIO_PGRP, int(pid), 0)
 
 
 def shim(name: str, args: list[str]) -> int:

@@ -74,10 +74,11 @@ class Compilers:
 
     def build_prefix(self) -> str:
         """What a full ROCm build command is prefixed with to compile through the shared cache; the
-        warm-ups still queued or running are dropped first (the build does their work at full priority)."""
+        warm-ups not started yet are dropped (the build compiles those units at full priority) and those
+        running are left to finish: the build's compile of their unit waits for them."""
         if self.hip is None or not self.hip.alive():
             return ""
-        self.hip.cancel_warmups()
+        self.hip.promote_warmups()
         return self.hip.build_prefix()
 
     def stats(self) -> dict[str, int]:

@@ -11,8 +11,10 @@ cannot change the stream) and are the common case, so the tokens are made only w
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -137,7 +139,12 @@ class CudaIdentity:
         if self.tools.cuda is None:
             return {}
         real = [rel for rel in files if rel.endswith(C_FILES) and (self.root / rel).is_file()]
-        return {proof: self._text(proof) for rel in real for proof in self.proof_files(rel)}
+        proofs = list(dict.fromkeys(proof for rel in real for proof in self.proof_files(rel)))
+        if len(proofs) < 2:
+            return {proof: self._text(proof) for proof in proofs}
+        # nvcc runs outside the GIL: the files' -E passes run side by side, up to the cores
+        with ThreadPoolExecutor(max_workers=min(len(proofs), os.cpu_count() or 2)) as pool:
+            return dict(zip(proofs, pool.map(self._text, proofs), strict=True))
 
     def proof_files(self, rel: str) -> list[str]:
         """What proves `rel` for CUDA: itself, or, for a source other sources #include (a unity build, or a

@@ -9,6 +9,7 @@ known limit: a new header that would shadow an old one on the include path is no
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -25,24 +26,31 @@ class PreprocessedMemo:
     def __init__(self, entries: int = ENTRIES):
         self.entries = entries
         self._memo: OrderedDict[tuple[str, str, tuple], Any] = OrderedDict()
+        self._lock = threading.Lock()  # streams are made on several threads at once (CudaIdentity.texts)
         self.hits = 0
 
     def get(self, root: Path, cmd: str) -> Any:
         """The stream of `cmd` in `root` when all the files it read still read the same, else None."""
-        for (where, command, deps), stream in reversed(self._memo.items()):
-            if (where, command) == (str(root), cmd) and all(file_digest(n, str(root)) == d for n, d in deps):
-                self._memo.move_to_end((where, command, deps))
-                self.hits += 1
+        with self._lock:
+            mine = (str(root), cmd)
+            candidates = [(key, stream) for key, stream in reversed(self._memo.items()) if key[:2] == mine]
+        for key, stream in candidates:
+            if all(file_digest(n, str(root)) == d for n, d in key[2]):
+                with self._lock:
+                    if key in self._memo:
+                        self._memo.move_to_end(key)
+                    self.hits += 1
                 return stream
         return None
 
     def put(self, root: Path, cmd: str, preprocessed: bytes, stream: Any) -> None:
         """Remember `stream`, made by `cmd` in `root`, with what its preprocessor read."""
         deps = tuple(tuple(pair) for pair in preprocessed_deps(preprocessed, str(root)))
-        self._memo[(str(root), cmd, deps)] = stream
-        self._memo.move_to_end((str(root), cmd, deps))
-        while len(self._memo) > self.entries:
-            self._memo.popitem(last=False)
+        with self._lock:
+            self._memo[(str(root), cmd, deps)] = stream
+            self._memo.move_to_end((str(root), cmd, deps))
+            while len(self._memo) > self.entries:
+                self._memo.popitem(last=False)
 
 
 MEMO = PreprocessedMemo()

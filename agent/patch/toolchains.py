@@ -117,6 +117,13 @@ def index_includers(tools: Toolchains, root: Path, touched: list[str]) -> None:
         service.wait(rid, cmd, tools.timeout, quiet=True)
 
 
+def drop_warmups(tools: Toolchains, units: list[str]) -> None:
+    """A patch is about to change what `units` read: their warm-up compiles (the build's units compiled
+    ahead of it on idle cores) would make objects of the old tree, so they are dropped or killed."""
+    if _live(tools.hip_service):
+        tools.hip_service.cancel_warmups(units)
+
+
 def compile_hip_unit(tools: Toolchains, root: Path, rel: str) -> CommandResult:
     """Compile one translation unit (or header) for the ROCm target with the profile's template."""
     return compile_hip_units(tools, root, [rel])[0]

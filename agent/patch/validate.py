@@ -19,6 +19,7 @@ from agent.patch.toolchains import (  # noqa: F401 - compile_hip_unit(s): caller
     compile_both,
     compile_hip_unit,
     compile_hip_units,
+    drop_warmups,
     index_includers,
 )
 from agent.patch.units import touched_units
@@ -137,6 +138,7 @@ class Validator:
         """Apply, check, and revert unless every check passes (or `keep` is False). The CUDA -E identity
         runs beside the work that does not need it: "before" beside the includers' indexing, "after"
         beside the hipcc compiles; nvcc then compiles the units whose CUDA tokens changed."""
+        drop_warmups(self.tools, touched_units(self.root, proposal.files, self.tools.sources))
         proven, unchanged = self._proven(proposal)
         files, reach = self._compared(proposal, proven, unchanged)
         with ThreadPoolExecutor(max_workers=1) as side:
@@ -174,6 +176,7 @@ class Validator:
         reverted alone when not clean. None (nothing left applied) when a diff does not apply or the
         applied patches' units overlap after all: the caller then checks them one by one."""
         files = [f for proposal, _ in group for f in proposal.files]
+        drop_warmups(self.tools, touched_units(self.root, files, self.tools.sources))
         proofs = [self._proven(proposal) for proposal, _ in group]
         compared = [
             self._compared(p, proven, same) for (p, _), (proven, same) in zip(group, proofs, strict=True)

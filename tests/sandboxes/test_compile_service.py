@@ -334,6 +334,46 @@ def test_a_starting_build_cancels_the_warm_ups(service: CompileService, repo: Pa
     assert service.run(CC.format(src="b.c", out=tmp_path / "b.o")).ok  # the service itself carries on
 
 
+def test_a_starting_build_waits_for_a_running_warm_up_instead_of_compiling_it_again(
+    service: CompileService, repo: Path, tmp_path: Path
+):
+    cmd = _compiler(repo, "ccslow", 'echo "$*" >> runs; sleep 2')
+    rid = service.submit(cmd.format(src="a.c", out=tmp_path / "warm.o"), mode="warmup", unit="a.c")
+    for i in range(max(2, (os.cpu_count() or 2) // 2) + 1):  # more than run at once: some are queued
+        service.submit(cmd.format(src="b.c", out=tmp_path / f"b{i}.o"), mode="warmup", unit="b.c")
+    deadline = time.monotonic() + 30
+    while not _idle_sleepers(repo) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _idle_sleepers(repo), "no warm-up started"
+    service.promote_warmups()
+    build = service.wait(service.submit(cmd.format(src="a.c", out=tmp_path / "a.o"), mode="depend"), "b", 60)
+    warm = service.wait(rid, "warm-up", 30)
+    assert build.ok and warm.ok and build.stderr == warm.stderr  # the warm-up's own answer, reused
+    assert (repo / "runs").read_text().count("-c a.c ") == 1  # a.c compiled once, not again
+    assert (tmp_path / "a.o").read_bytes() == (tmp_path / "warm.o").read_bytes()
+    ledger = (service.cache_dir / "ledger").read_text()
+    assert "direct\t./ccslow -O2 -Iinc -c a.c -o " + str(tmp_path / "a.o") in ledger
+
+
+def test_a_patch_drops_only_the_warm_ups_of_the_units_it_changes(
+    service: CompileService, repo: Path, tmp_path: Path
+):
+    cmd = _compiler(repo, "cchang", "sleep 60")
+    for src in ("a.c", "b.c"):
+        service.submit(cmd.format(src=src, out=tmp_path / f"{src}.o"), mode="warmup", unit=src)
+    deadline = time.monotonic() + 30
+    while len(_idle_sleepers(repo)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(_idle_sleepers(repo)) == 2, "the two warm-ups did not start"
+    service.cancel_warmups(["a.c"])
+    deadline = time.monotonic() + 10
+    while len(_idle_sleepers(repo)) > 1 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.5)
+    assert len(_idle_sleepers(repo)) == 1  # b.c's warm-up still compiles the tree the build will see
+    service.cancel_warmups()
+
+
 def test_a_warm_up_killed_after_it_read_its_input_leaves_no_answer(
     service: CompileService, repo: Path, tmp_path: Path
 ):

@@ -51,7 +51,7 @@ def warm_up(env: RunEnv, repo: Path, flagged: list[str]) -> None:
     rest = [u for u in rocm_units(repo, env.profile)[0] if u not in flagged]
     for rel in rest:
         service.submit(
-            unit_command(env.profile, env.arch, rel, "-warm"), timeout=UNIT_TIMEOUT_S, mode="warmup"
+            unit_command(env.profile, env.arch, rel, "-warm"), timeout=UNIT_TIMEOUT_S, mode="warmup", unit=rel
         )
     if rest:
         env.observer.emit("note", message=f"compiling the build's other {len(rest)} unit(s) on idle cores")
