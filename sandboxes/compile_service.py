@@ -202,9 +202,13 @@ class CompileService:
 
 def kept_build_prefix(folder: Path) -> str:
     """The `build_prefix` of the newest cache a service closed with `keep_cache` left under `folder` (a
-    sandbox's log folder), "" when there is none: a later build through it reuses that service's compiles."""
+    sandbox's log folder): a later build through it reuses that service's compiles. "" when there is none,
+    or when it stored no object (the service only preprocessed: the shims would add their own cost to
+    every compile of that build and answer none of them)."""
     kept = sorted(Path(folder).glob(".compile-*/env.sh"), key=lambda p: p.stat().st_mtime)
-    return f". {shlex.quote(str(kept[-1]))}; " if kept else ""
+    if not kept or next((kept[-1].parent / "cache" / "e").glob("*.o"), None) is None:
+        return ""
+    return f". {shlex.quote(str(kept[-1]))}; "
 
 
 def _end(spool: Path, service: Service, keep_cache: bool = False) -> None:

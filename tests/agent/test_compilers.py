@@ -36,3 +36,17 @@ def test_a_run_without_cuda_checks_leaves_nothing_to_reuse(tmp_path: Path):
     rundir = RunDir("run-2", home=tmp_path / "home")
     rundir.create("{}")
     assert kept_build_prefix(rundir.cuda_cache) == ""
+
+
+def test_a_run_whose_cuda_checks_only_preprocessed_leaves_no_cache_in_the_way(nvcc, tmp_path: Path):
+    # the CUDA identity proof runs nvcc -E through the service: nothing a later build could reuse, and
+    # a build through the shims would pay their start-up and dependency hashing on every compile
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "k.cu").write_text(KERNEL)
+    rundir = RunDir("run-3", home=tmp_path / "home")
+    rundir.create("{}")
+    compilers = Compilers(repo=repo, rundir=rundir)
+    assert compilers.cuda is not None and compilers.cuda.run("nvcc -arch=sm_90 -E k.cu").ok
+    compilers.close()
+    assert list(rundir.cuda_cache.glob(".compile-*/env.sh")) and kept_build_prefix(rundir.cuda_cache) == ""

@@ -108,6 +108,9 @@ class Regions:
 
 @dataclass
 class _Frame:
+    """One open #if group: whether its enclosing region is live (for ROCm, for CUDA), and whether a branch
+    of this group has been taken so far."""
+
     parent: tuple[Tri, Tri]
     taken: tuple[Tri, Tri]
 
