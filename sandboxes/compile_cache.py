@@ -251,43 +251,27 @@ def cached_compile(
         if not mine:
             answer = {"returncode": 0, "stdout": "", "stderr": "", "timed_out": False, "cached": "in flight"}
             return {**answer, "duration_s": time.monotonic() - started}
-        return _compile_once(argv, parts, cwd, cache, timeout, env, depend, edited, warmup, started)
-
-
-def _compile_once(
-    argv: list[str],
-    parts: tuple[list[str], list[str], str],
-    cwd: str,
-    cache: str,
-    timeout: float | None,
-    env: dict[str, str] | None,
-    depend: bool,
-    edited: bool,
-    warmup: bool,
-    started: float,
-) -> Result:
-    """cached_compile's lookup and compile, run while no other process compiles the same command."""
-    key_argv, pre_argv, obj = parts
-    obj_path = obj if os.path.isabs(obj) else os.path.join(cwd, obj)
-    meta, name = direct(cache, key_argv, cwd)
-    if meta is not None and name is not None:
-        return _reuse(cache, meta, name, "direct", obj_path, argv, started)
-    if depend or edited or warmup:
-        return _depend_compile(argv, parts, cwd, cache, timeout, env, obj_path, started, edited, warmup)
-    pre = run_argv(pre_argv, cwd, timeout, env)
-    if pre["returncode"] != 0:  # a preprocessor error is the compile's own result: run it as is
-        return {**run_argv(argv, cwd, timeout, env), "cached": ""}
-    exact, loose = _keys(key_argv, pre["_raw_stdout"])
-    read = preprocessed_deps(pre["_raw_stdout"], cwd)
-    meta, name, how = _lookup(cache, exact, loose, read)
-    if meta is not None and name is not None:
-        remember(cache, key_argv, cwd, read, name)
-        return _reuse(cache, meta, name, how, obj_path, argv, started)
-    result = run_argv(argv, cwd, timeout, env)
-    if not result["timed_out"]:
-        _store(cache, exact, loose, key_argv, result, obj_path, read)
-        if read_text(os.path.join(cache, "e", exact + ".json")):
-            remember(cache, key_argv, cwd, read, exact)
-        _note(cache, "", argv)
-    result["duration_s"] = time.monotonic() - started
-    return {**result, "cached": ""}
+        key_argv, pre_argv, obj = parts
+        obj_path = obj if os.path.isabs(obj) else os.path.join(cwd, obj)
+        meta, name = direct(cache, key_argv, cwd)
+        if meta is not None and name is not None:
+            return _reuse(cache, meta, name, "direct", obj_path, argv, started)
+        if depend or edited or warmup:
+            return _depend_compile(argv, parts, cwd, cache, timeout, env, obj_path, started, edited, warmup)
+        pre = run_argv(pre_argv, cwd, timeout, env)
+        if pre["returncode"] != 0:  # a preprocessor error is the compile's own result: run it as is
+            return {**run_argv(argv, cwd, timeout, env), "cached": ""}
+        exact, loose = _keys(key_argv, pre["_raw_stdout"])
+        read = preprocessed_deps(pre["_raw_stdout"], cwd)
+        meta, name, how = _lookup(cache, exact, loose, read)
+        if meta is not None and name is not None:
+            remember(cache, key_argv, cwd, read, name)
+            return _reuse(cache, meta, name, how, obj_path, argv, started)
+        result = run_argv(argv, cwd, timeout, env)
+        if not result["timed_out"]:
+            _store(cache, exact, loose, key_argv, result, obj_path, read)
+            if read_text(os.path.join(cache, "e", exact + ".json")):
+                remember(cache, key_argv, cwd, read, exact)
+            _note(cache, "", argv)
+        result["duration_s"] = time.monotonic() - started
+        return {**result, "cached": ""}

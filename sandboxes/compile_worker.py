@@ -177,13 +177,13 @@ def _idle_compiles(kill: bool, units: set[str] | None = None) -> None:
         try:
             with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
                 fields = fh.read().rsplit(")", 1)[1].split()  # from field 3 (state) on: ppid [1], nice [16]
-            with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                argv = fh.read().decode("utf-8", "replace").split("\0")
+            if len(fields) <= 16 or fields[1] != me or fields[16] != "19":
+                continue
+            if units is not None:
+                with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                    if not units.intersection(fh.read().decode("utf-8", "replace").split("\0")):
+                        continue
         except (OSError, IndexError):
-            continue
-        if len(fields) <= 16 or fields[1] != me or fields[16] != "19":
-            continue
-        if units is not None and not units.intersection(argv):
             continue
         with contextlib.suppress(OSError):
             if kill:

@@ -10,7 +10,7 @@ from agent.loop.journal import Entry, WaveJournal, restore_commits
 from agent.loop.nodes.checkout import reset_to_head
 from agent.loop.nodes.env import RunEnv
 from agent.loop.state import PortState
-from tools.records import Failure, PatchOutcome
+from tools.records import Failure, PatchOutcome, Proposal
 
 
 @dataclass
@@ -55,7 +55,7 @@ def resume_wave(state: PortState, env: RunEnv, journal: WaveJournal, key: str) -
         commit = next(commits) if entry.kept else None
         wave.add(entry, commit)
         if commit and commit not in announced and entry.outcome is not None:
-            _tell_kept(env, wave, entry, commit)  # killed between its commit and its event
+            _tell_kept(env, wave, entry, entry.outcome.proposal, commit)  # killed between commit and event
     env.observer.emit(
         "note",
         message=f"resumed the interrupted patch wave: {len(entries)} proposal(s) already "
@@ -71,10 +71,8 @@ def _announced(env: RunEnv) -> set[str]:
     return {json.loads(ln).get("commit", "") for ln in lines if '"patch_kept"' in ln}
 
 
-def _tell_kept(env: RunEnv, wave: Wave, entry: Entry, commit: str) -> None:
-    if entry.outcome is None:  # kept entries always have an outcome
-        return
-    proposal = entry.outcome.proposal
+def _tell_kept(env: RunEnv, wave: Wave, entry: Entry, proposal: Proposal, commit: str) -> None:
+    """Save a kept proposal's diff under patches/ and tell the observer its commit."""
     env.rundir.save_patch(entry.kind, "kept", proposal.diff)
     env.observer.emit(
         "patch_kept",
@@ -94,7 +92,7 @@ def announce(env: RunEnv, wave: Wave, entry: Entry, commit: str | None) -> None:
         return
     proposal, kind, file = outcome.proposal, entry.kind, entry.file
     if commit:
-        _tell_kept(env, wave, entry, commit)
+        _tell_kept(env, wave, entry, proposal, commit)
         return
     env.rundir.save_patch(kind, "reverted" if outcome.applied else "not-applied", proposal.diff)
     env.observer.emit(
