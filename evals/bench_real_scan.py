@@ -13,14 +13,15 @@ test = sglang): `findings` are reported findings judged by reading the code (fil
 verdict tp/fp, why); `true_positives` are real ROCm blockers found by reading the tree
 independently of the scanner (grep for the constructs, then the code around each).
 
-Times: grep is a process; the scan is timed in-process after a warm-up scan (its `#if` memo warm),
-in one process (the default for a tree this size) and with -j 2, then as a whole `rocport scan
---no-cache` process (interpreter start-up, imports, a cold memo; Python's bytecode cache in place,
-as an installed rocport has it, and the bundled profile's parse memo filled, as after a first run),
-again with -j 2, on an empty directory (what is left is start-up and imports), without the parse
-memo, and with this environment's PYTHONDONTWRITEBYTECODE when set (bytecode only where .ci/setup
-wrote it). With -j 2 the tree is shared with a forked copy: CPU counts the copy's, and wall time
-depends on a free core.
+Times: grep is a process, with the round-one pattern in this locale (as since round one) and with
+the pattern built from the scan's own tables in the C locale, its fastest (evals/grep_patterns.py).
+The scan is timed in-process after a warm-up scan (its `#if` memo warm), in one process (the default
+for a tree this size) and with -j 2, then as a whole `rocport scan --no-cache` process (interpreter
+start-up, imports, a cold memo; Python's bytecode cache in place, as an installed rocport has it, and
+the bundled profile's parse memo filled, as after a first run), again with -j 2, on an empty
+directory (what is left is start-up and imports), without the parse memo, and with this
+environment's PYTHONDONTWRITEBYTECODE when set (bytecode only where .ci/setup wrote it). With -j 2
+the tree is shared with a forked copy: CPU counts the copy's, and wall time depends on a free core.
 
     python3 -m evals.bench_real_scan [--repeat 3] [--sglang PATH | --no-sglang] [--python] [--cache DIR]
 """
@@ -28,95 +29,21 @@ depends on a free core.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
-import tarfile
 import tempfile
-import urllib.parse
-import urllib.request
 from collections import Counter
 from functools import partial
 from pathlib import Path
 
 from agent.profiles import load_profile
 from evals.bench_scan import best_of, bytecode_cached_env, run_cli, run_grep
+from evals.grep_patterns import ROUND_ONE, scan_pattern, unmatched
+from evals.real_trees import SGLANG_COMMIT, VLLM_VERSION, fetch_sglang, fetch_vllm
 from tools.records import Failure
 from tools.scan import scan_report
 
-VLLM_VERSION = "0.34.0"
-VLLM_SHA256 = "fcad848b246a9d8652b47e6425af92334dc02492f9802720f54e27b823cf0113"
-PYPI_JSON = "https://pypi.org/pypi/{name}/json"
-SGLANG_COMMIT = "7b9156c773f0467df80cc849637d94a4522a8b5e"
-SGLANG_ARCHIVE = "https://codeload.github.com/sgl-project/sglang/tar.gz/{commit}"
-SGLANG_PYTHON_DIGEST = "6df9aab740c6dcd1af406000e43c5715f528203e97abbbdd2db1bf115ceb6113"
-"""tree_digest() of python/ at SGLANG_COMMIT."""
-SGL_KERNEL_DIGEST = "d94e695e2e9c0a474fd26077c65ab78295265a12b133ce575a73d081ccaf4b2b"
-"""tree_digest() of sgl-kernel/ at SGLANG_COMMIT."""
 LABELS = Path(__file__).parent / "labels" / "scan_real"
-
-
-def fetch_vllm(cache: Path) -> Path:
-    """The pinned vLLM sdist, unpacked under `cache` (downloaded once, checked against its sha256).
-    The URL comes from PyPI's JSON API: `pip download --no-binary` would build vLLM's metadata,
-    which needs torch and CUDA."""
-    tree = cache / f"vllm-{VLLM_VERSION}"
-    if (tree / "csrc").is_dir():
-        return tree
-    cache.mkdir(parents=True, exist_ok=True)
-    archive = cache / f"vllm-{VLLM_VERSION}.tar.gz"
-    if not archive.is_file():
-        index_url = PYPI_JSON.format(name="vllm")
-        with urllib.request.urlopen(index_url, timeout=60) as resp:  # noqa: S310 (fixed https PyPI URL)
-            index = json.load(resp)
-        sdists = [
-            u for u in index["releases"].get(VLLM_VERSION, index["urls"]) if u["packagetype"] == "sdist"
-        ]
-        if not sdists:
-            raise SystemExit(f"bench_real_scan: PyPI lists no sdist for vllm {VLLM_VERSION}")
-        urllib.request.urlretrieve(urllib.parse.urljoin(index_url, sdists[0]["url"]), archive)  # noqa: S310 (PyPI's)
-    if hashlib.sha256(archive.read_bytes()).hexdigest() != VLLM_SHA256:
-        archive.unlink()
-        raise SystemExit(f"bench_real_scan: vllm-{VLLM_VERSION}.tar.gz does not match its pinned sha256")
-    with tarfile.open(archive) as tar:
-        tar.extractall(cache, filter="data")
-    return tree
-
-
-def tree_digest(root: Path) -> str:
-    """sha256 over every file's relative path and sha256, in path order: archives of the same
-    commit differ in bytes (compression, timestamps) but not in this."""
-    digest = hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        digest.update(
-            f"{path.relative_to(root).as_posix()}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode()
-        )
-    return digest.hexdigest()
-
-
-def fetch_sglang(cache: Path, url: str | None = None) -> Path:
-    """sglang's sgl-kernel/ and python/ at the pinned commit, unpacked under `cache` (the rest of
-    the 1 GB repository is never unpacked) and checked against their digests."""
-    tree = cache / f"sglang-{SGLANG_COMMIT[:7]}"
-    if not (tree / "sgl-kernel" / "setup_rocm.py").is_file() or not (tree / "python").is_dir():
-        archive = cache / f"sglang-{SGLANG_COMMIT[:7]}.tar.gz"
-        if not archive.is_file():
-            cache.mkdir(parents=True, exist_ok=True)
-            # a pinned https archive URL (ours, or the one the caller passes for a mirror)
-            urllib.request.urlretrieve(url or SGLANG_ARCHIVE.format(commit=SGLANG_COMMIT), archive)  # noqa: S310
-        with tarfile.open(archive) as tar:
-            members = []
-            for member in tar.getmembers():
-                _, _, rest = member.name.partition("/")
-                if rest.startswith(("sgl-kernel/", "python/")):
-                    member.name = rest
-                    members.append(member)
-            tar.extractall(tree, members=members, filter="data")
-    if tree_digest(tree / "sgl-kernel") != SGL_KERNEL_DIGEST:
-        raise SystemExit(
-            f"bench_real_scan: {tree}/sgl-kernel does not match sglang {SGLANG_COMMIT[:7]}; remove it"
-        )
-    return tree
 
 
 def _reported(findings: list[Failure], file: str, line: int, symbol: str | None = None) -> bool:
@@ -157,6 +84,8 @@ def evaluate(name: str, root: Path, profile_name: str, labels_path: Path, repeat
     profile = load_profile(profile_name)  # loaded once, as `rocport scan --profile` does
     scan_report(root, profile=profile)  # and import what the scan imports (pydantic)
     grep_s, grep_lines, grep_cpu = best_of(repeat, lambda: run_grep(root))
+    full = scan_pattern()
+    full_s, full_lines, _ = best_of(repeat, lambda: run_grep(root, full, c_locale=True))
     scan_s, report, scan_cpu = best_of(repeat, lambda: scan_report(root, profile=profile))
     two_s, _, two_cpu = best_of(repeat, lambda: scan_report(root, profile=profile, jobs=2))
     with tempfile.TemporaryDirectory() as cache:  # what `rocport scan` does by default
@@ -183,10 +112,18 @@ def evaluate(name: str, root: Path, profile_name: str, labels_path: Path, repeat
     labels = json.loads(labels_path.read_text()) if labels_path.is_file() else {}
     precision, recall = score(report.findings + report.outside_build, labels)
     print(f"labels {labels_path.relative_to(LABELS.parent.parent)}: precision {precision}; recall {recall}")
-    print(f"grep -rE: wall {grep_s:.3f} s, cpu {grep_cpu:.3f} s ({grep_lines} lines); best of {repeat}")
+    reported = [(f.file or "", f.line or 0) for f in report.findings + report.outside_build]
+    print(
+        f"grep -rE, round-one pattern: wall {grep_s:.3f} s, cpu {grep_cpu:.3f} s ({grep_lines} lines; "
+        f"misses {len(unmatched(root, reported, ROUND_ONE))} of the {len(reported)} lines the scan reports)"
+    )
+    print(
+        f"grep -rE, the scan's own pattern, LC_ALL=C: wall {full_s:.3f} s ({full_lines} lines; "
+        f"misses {len(unmatched(root, reported, full))}); best of {repeat}"
+    )
     for what, wall, cpu in timings:
         print(
-            f"scan {what}: wall {wall:.3f} s = {wall / grep_s:.2f}x grep, "
+            f"scan {what}: wall {wall:.3f} s = {wall / grep_s:.2f}x grep, {wall / full_s:.2f}x the full grep; "
             f"cpu {cpu:.3f} s = {cpu / max(grep_cpu, 1e-3):.2f}x grep"
         )
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")

@@ -22,17 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from evals.grep_patterns import ROUND_ONE, grep
 from evals.scan_corpus import write_tree
 from tools.scan import scan_report
-
-GREP_PATTERN = (
-    r'#[[:space:]]*include[[:space:]]*[<"](cuda[_a-zA-Z0-9]*\.h|cub/|cuda/std/)'
-    r"|__shfl_(xor_|up_|down_)?sync|__syncwarp|__activemask|__ballot_sync|__(any|all)_sync"
-    r"|__nv_(bfloat16|fp8)[a-z0-9_]*|CUB_WARP_THREADS|%[[:space:]]*32|&[[:space:]]*(31|0x1f)|>>[[:space:]]*5"
-    r"|0xffffffff|\[32\]|asm[[:space:]]+volatile|cuda[A-Z][a-zA-Z_]*|cuGetProcAddress|cuTensorMap"
-    r"|import[[:space:]]+(deep_gemm|flashinfer|flash_mla)|float8_e4m3fn|torch\.version\.cuda"
-)
-
 
 T = TypeVar("T")
 
@@ -57,12 +49,9 @@ def best_of(repeat: int, fn: Callable[[], T]) -> tuple[float, T, float]:
     return best, results[-1], best_cpu
 
 
-def run_grep(root: Path) -> int:
-    """Matching lines, read through a pipe (grep short-circuits when its stdout is /dev/null)."""
-    proc = subprocess.run(
-        ["grep", "-rEn", "-e", GREP_PATTERN, str(root)], stdout=subprocess.PIPE, check=False
-    )
-    return proc.stdout.count(b"\n")
+def run_grep(root: Path, pattern: str = ROUND_ONE, *, c_locale: bool = False) -> int:
+    """Matching lines of `grep -rEn` (evals/grep_patterns.py)."""
+    return grep(root, pattern, c_locale=c_locale).count(b"\n")
 
 
 def _cli() -> list[str]:

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from agent.profiles import load_profile
-from evals.bench_real_scan import fetch_sglang, fetch_vllm
+from evals.real_trees import fetch_sglang, fetch_vllm
 from tools.scan import scan_report
 
 FIXTURE = Path(__file__).parent / "frameworks" / "tinyserve"

@@ -31,11 +31,13 @@ _CG = Construct(
     "cooperative-groups algorithm with no HIP equivalent (HIP has no cooperative_groups/reduce.h)",
 )
 _CUB = Construct("cub", "no_hip_equivalent", "CUB internal with no hipCUB equivalent")
-# One pattern per namespace spelling, each starting with a literal so the engine can skip to it.
-_CG_NAMES = (
-    r"::(?P<cg>reduce|inclusive_scan|exclusive_scan|reduce_update_async|reduce_store_async"
-    r"|greater|less|plus|bit_and|bit_or|bit_xor|invoke_one|invoke_one_broadcast)\b"
+CG_ALGORITHMS = (
+    "reduce|inclusive_scan|exclusive_scan|reduce_update_async|reduce_store_async"
+    "|greater|less|plus|bit_and|bit_or|bit_xor|invoke_one|invoke_one_broadcast"
 )
+"""Cooperative-groups algorithms and function objects with no HIP counterpart, as a regex alternation."""
+_CG_NAMES = r"::(?P<cg>" + CG_ALGORITHMS + r")\b"
+# One pattern per namespace spelling, each starting with a literal so the engine can skip to it.
 _ALGORITHMS = (
     ("cg", re.compile(r"cg" + _CG_NAMES)),
     ("cooperative_groups", re.compile(r"cooperative_groups" + _CG_NAMES)),

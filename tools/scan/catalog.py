@@ -87,14 +87,14 @@ _DRIVER_FAMILIES = (
     "Surf",
 )
 _WARP_TAILS = "|".join(name.removeprefix("__") for name in WARP_INTRINSICS)
-_IDENTIFIER_FAMILIES = (
+IDENTIFIER_FAMILIES = (
     r"__(?:" + _WARP_TAILS + r"|nv_\w+|NV_E[45]M[23])\b",
     r"cu(?:da[A-Z]\w*|blas(?:Lt)?[A-Z]\w*|(?:" + "|".join(_DRIVER_FAMILIES) + r")\w*)\b",
     r"CU(?:B_(?:PTX_)?(?:LOG_)?WARP_THREADS|[a-z]\w*)\b",
     r"nv_bfloat162?\b",
     r"PFN_cu\w+\b",
 )
-IDENTIFIER_RE = re.compile(r"\b(?:" + "|".join(_IDENTIFIER_FAMILIES) + ")")
+IDENTIFIER_RE = re.compile(r"\b(?:" + "|".join(IDENTIFIER_FAMILIES) + ")")
 IDENTIFIER_PREFIXES = (
     *WARP_INTRINSICS,
     "__nv_",

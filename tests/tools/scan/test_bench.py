@@ -5,6 +5,9 @@ from __future__ import annotations
 import re
 
 from evals.bench_scan import main
+from evals.grep_patterns import ROUND_ONE, scan_pattern, unmatched
+from evals.scan_corpus import write_tree
+from tools.scan import scan_report
 
 
 def test_bench_prints_grep_scan_and_ratio(capsys):
@@ -14,3 +17,31 @@ def test_bench_prints_grep_scan_and_ratio(capsys):
     assert re.search(r"grep -rE \(raw patterns\)\s+wall\s+[\d.]+ s", out)
     assert re.search(r"scan_report \(library\)\s+wall\s+[\d.]+ s.*\d+ findings\s+ratio [\d.]+x grep", out)
     assert re.search(r"rocport scan \(CLI, json\)\s+wall\s+[\d.]+ s", out)
+
+
+BLOCKERS = """\
+#include <cutlass/gemm/device/gemm.h>
+#include <cublasLt.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
+__global__ void k(float* out, const float* in, int n) {
+  constexpr int kPerLane = 256 / 32;
+  float v = cg::reduce(cg::tiled_partition<32>(cg::this_thread_block()), in[threadIdx.x], cg::plus<float>());
+  asm("mov.u32 %0, %%laneid;" : "=r"(n));
+  out[threadIdx.x] = v + kPerLane + warpSize;
+}
+void launch(cudaLaunchConfig_t cfg, CUstream s) { cuLaunchKernel(0, 1, 1, 1, 1, 1, 1, 0, s, 0, 0); }
+"""
+
+
+def test_the_grep_floor_matches_every_line_the_scan_reports(tmp_path):
+    """grep is timed on the scan's own constructs: every reported line matches its pattern, while the
+    round-one pattern misses the constructs the scan has learnt since (CUTLASS, cg::reduce, any asm)."""
+    write_tree(tmp_path, kernels=30, headers=8, bindings=4, python=20)
+    (tmp_path / "blockers.cu").write_text(BLOCKERS)
+    report = scan_report(tmp_path)
+    reported = [(f.file or "", f.line or 0) for f in report.findings]
+    assert any(file == "blockers.cu" for file, _ in reported) and len(reported) > 20
+    assert unmatched(tmp_path, reported, scan_pattern()) == []
+    missed = {file for file, _ in unmatched(tmp_path, reported, ROUND_ONE)}
+    assert "blockers.cu" in missed
