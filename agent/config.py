@@ -80,6 +80,10 @@ class SandboxSpec(_Section):
     network: bool = False
     """Give the docker sandbox a network (the daemon's bridge). Off by default: builds run with no network
     and the model server is reached through a published loopback port."""
+    compile_cache: Literal["shared", "run"] = "shared"
+    """shared: the run's compile cache starts from what earlier runs on this machine compiled (per image,
+    under $ROCPORT_HOME/compile-cache, or $ROCPORT_SHARED_COMPILE_CACHE), so a build recompiles only what
+    changed; a run that consulted an LLM reads it and adds nothing. run: each run starts empty."""
 
 
 class Budgets(_Section):

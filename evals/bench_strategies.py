@@ -8,13 +8,16 @@ compile-cache hits, load checks, launches, LLM tokens, wall time, and CPU time (
 children on the host, plus the run containers' own cgroup CPU); then the wall seconds per phase (build,
 unit compile, load check, launch, bench, git, ...) from the runs' `timing` events; then a MODEL: the
 projected wall time if each full build of the framework took --model-build-minutes (the measured build
-seconds replaced by builds x that; nothing sleeps).
+seconds replaced by builds x that; nothing sleeps). Each strategy's runs share one compile cache that
+starts empty, as a user's runs on one machine do (agent.loop.compilers.shared_cache_dir); with
+--cold-cache every run starts from an empty one.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import sys
 import time
@@ -81,14 +84,20 @@ def port_seconds(events: list[dict]) -> float:
     return events[-1]["ts"] - events[0]["ts"] if events else 0.0
 
 
-def measure(task_names_: list[str], strategies: list[str], workroot: Path, ledger: Path) -> list[dict]:
+def measure(
+    task_names_: list[str], strategies: list[str], workroot: Path, ledger: Path, cold: bool = False
+) -> list[dict]:
     """Every task under every strategy, one at a time, alternating which strategy goes first; each row
-    is appended to `ledger` (JSON lines) as it finishes, so a stopped benchmark still has its pairs."""
+    is appended to `ledger` (JSON lines) as it finishes, so a stopped benchmark still has its pairs.
+    Each strategy's runs share a compile cache of their own that starts empty (as on a machine rocport
+    has not built this image's framework on yet); `cold`: every run starts from an empty one."""
     rows = []
     for i, name in enumerate(task_names_):
         task = load_task(name)
         order = strategies if i % 2 == 0 else list(reversed(strategies))
         for strategy in order:
+            shared = workroot / "compile-cache" / (f"{strategy}-{name}" if cold else strategy)
+            os.environ["ROCPORT_SHARED_COMPILE_CACHE"] = str(shared)
             cpu0 = _cpu_s()
             run = run_task(task, strategy, workroot)
             facts = run_facts(run)
@@ -174,6 +183,11 @@ def main() -> int:
     )
     parser.add_argument("--output", type=Path, help="write the rows and totals as JSON here")
     parser.add_argument(
+        "--cold-cache",
+        action="store_true",
+        help="every run starts from an empty compile cache (none reuses what an earlier task compiled)",
+    )
+    parser.add_argument(
         "--rows", type=Path, help="only print the tables of a ledger an earlier run wrote (rows.jsonl)"
     )
     args = parser.parse_args()
@@ -191,7 +205,7 @@ def main() -> int:
     workroot.mkdir(parents=True, exist_ok=True)
     print(f"rows go to {workroot / 'rows.jsonl'} as they finish", flush=True)
     started = time.monotonic()
-    rows = measure(names, strategies, workroot, workroot / "rows.jsonl")
+    rows = measure(names, strategies, workroot, workroot / "rows.jsonl", args.cold_cache)
     tot = totals(rows)
     print(f"\n{len(names)} task(s) x {len(strategies)} strategies in {time.monotonic() - started:.0f}s")
     print(render(tot, args.model_build_minutes))

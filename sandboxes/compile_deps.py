@@ -49,7 +49,10 @@ def in_flight(cache: str, key_argv: list[str], cwd: str, wait: bool = True) -> A
 
     lock_dir = os.path.join(cache, "lock")
     os.makedirs(lock_dir, exist_ok=True)
-    name = os.path.basename(_manifest_path(cache, key_argv, cwd))  # the compiler by what it is, not its path
+    # the compiler by what it is, not its path; the same command in another folder is another compile
+    name = hashlib.sha256(
+        json.dumps([compiler_identity(key_argv[0]), key_argv[1:], cwd]).encode()
+    ).hexdigest()
     with open(os.path.join(lock_dir, name), "a+b") as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -155,10 +158,12 @@ def depfile_deps(path: str, cwd: str) -> list[list[str]]:
     return sorted([n.replace("\\ ", " "), file_digest(n.replace("\\ ", " "), cwd)] for n in set(names) if n)
 
 
-def _manifest_path(cache: str, key_argv: list[str], cwd: str) -> str:
-    name = hashlib.sha256(
-        json.dumps([compiler_identity(key_argv[0]), key_argv[1:], cwd]).encode()
-    ).hexdigest()
+def _manifest_path(cache: str, key_argv: list[str]) -> str:
+    """Where a command's manifest is: by compiler and flags, not by the folder it ran in. Its entries'
+    relative names are read again in the folder of the compile that looks them up, so a run whose tree
+    sits elsewhere (another run, with the cache shared: sandboxes/compile_share.py) finds a compile of
+    the same files; an absolute name inside the old tree no longer reads as it did and misses."""
+    name = hashlib.sha256(json.dumps([compiler_identity(key_argv[0]), key_argv[1:]]).encode()).hexdigest()
     return os.path.join(cache, "m", name + ".json")
 
 
@@ -177,7 +182,7 @@ def written_since(deps: list[list[str]], cwd: str, since: float) -> bool:
 
 def direct(cache: str, key_argv: list[str], cwd: str) -> tuple[Result | None, str | None]:
     """The stored compile whose recorded inputs all still read the same (no preprocessor run), else None."""
-    text = read_text(_manifest_path(cache, key_argv, cwd))
+    text = read_text(_manifest_path(cache, key_argv))
     for entry in json.loads(text) if text else []:
         if all(file_digest(name, cwd) == digest for name, digest in entry["deps"]):
             meta = read_text(os.path.join(cache, "e", entry["exact"] + ".json"))
@@ -190,7 +195,7 @@ def direct(cache: str, key_argv: list[str], cwd: str) -> tuple[Result | None, st
 def remember(cache: str, key_argv: list[str], cwd: str, deps: list[list[str]], exact: str) -> None:
     """Record which files this compile read, so the next identical one skips the preprocessor."""
     os.makedirs(os.path.join(cache, "m"), exist_ok=True)
-    path = _manifest_path(cache, key_argv, cwd)
+    path = _manifest_path(cache, key_argv)
     text = read_text(path)
     entries = [e for e in (json.loads(text) if text else []) if e["exact"] != exact]
     entries.insert(0, {"deps": deps, "exact": exact})

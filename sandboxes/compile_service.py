@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sandboxes import compile_share
 from sandboxes.base import CommandResult, Sandbox, SandboxError, Service
 from sandboxes.compile_deps import CANCEL_WARMUPS, PROMOTE_WARMUPS
 
@@ -60,9 +61,17 @@ class CompileService:
         """Hears of every answer and how the cache served it (the run dir's logs)."""
 
     @classmethod
-    def start(cls, sandbox: Sandbox, *, python: str = "python3", ready_timeout: float = 60) -> CompileService:
+    def start(
+        cls,
+        sandbox: Sandbox,
+        *,
+        python: str = "python3",
+        ready_timeout: float = 60,
+        shared: Path | None = None,
+    ) -> CompileService:
         """Start the service in `sandbox` (its log folder is the spool both sides see); SandboxError-free:
-        raises RuntimeError saying why when it cannot start (callers fall back to one exec per unit)."""
+        raises RuntimeError saying why when it cannot start (callers fall back to one exec per unit).
+        `shared`: a cache other runs left (sandboxes/compile_share.py), copied in first."""
         logdir = getattr(sandbox, "logdir", None)
         if logdir is None:
             raise RuntimeError("the sandbox has no shared log folder for the compile service's spool")
@@ -80,6 +89,8 @@ class CompileService:
             )
             shim.chmod(0o755)
         (spool / "env.sh").write_text(_env_script(spool))
+        if shared is not None:
+            compile_share.seed(shared, spool / "cache")
         service = sandbox.start(
             f"{python} {shlex.quote(str(spool / 'compile_worker.py'))} serve {shlex.quote(str(spool))}",
             name="compile-service",
@@ -190,10 +201,16 @@ class CompileService:
     def run(self, cmd: str, *, env: dict[str, str] | None = None, timeout: float = 600) -> CommandResult:
         return self.run_many([cmd], env=env, timeout=timeout)[0]
 
-    def close(self, *, keep_cache: bool = False) -> None:
+    def close(self, *, keep_cache: bool = False, publish: Path | None = None) -> None:
         """End the service and drop the spool (also done when this object is dropped unclosed).
         `keep_cache`: keep the cache and `env.sh`, so a later build can still source `build_prefix` and
-        reuse every compile the run made (the shims compile without the service)."""
+        reuse every compile the run made (the shims compile without the service). `publish`: once the
+        service has stopped, add what its cache holds to that shared one (compile_share.publish)."""
+        if publish is not None:
+            with contextlib.suppress(SandboxError, OSError):
+                self.service.stop(grace_s=2)
+            with contextlib.suppress(OSError):
+                compile_share.publish(self.cache_dir, publish)
         if keep_cache and self._finalizer.detach() is not None:
             _end(self.spool, self.service, keep_cache=True)
         else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -128,6 +129,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 # process started from there inherits them: an xdist worker then has them in os.environ, and every CLI
 # a test runs folds ids and paths at 80 columns where a serial run printed them whole.
 TERMINAL_SIZE = ("COLUMNS", "LINES")
+_SHARED = pytest.StashKey[str]()
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -138,7 +140,11 @@ def pytest_configure_node(node) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Put the terminal size variables back as the run started with them (the controller's, in an xdist
-    worker), in os.environ and in the C environment that subprocesses inherit."""
+    worker), in os.environ and in the C environment that subprocesses inherit. Runs started outside a
+    test (module fixtures) share a compile cache of this process's own, never the machine's."""
+    os.environ["ROCPORT_SHARED_COMPILE_CACHE"] = config.stash[_SHARED] = tempfile.mkdtemp(
+        prefix="rocport-test-compile-cache-"
+    )
     started = getattr(config, "workerinput", {}).get("terminal_size")
     for name, value in (started or {name: os.environ.get(name) for name in TERMINAL_SIZE}).items():
         if value is None:
@@ -146,6 +152,20 @@ def pytest_configure(config: pytest.Config) -> None:
             os.unsetenv(name)  # pop alone leaves readline's value in the C environment
         else:
             os.environ[name] = value
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _SHARED in config.stash:
+        shutil.rmtree(config.stash[_SHARED], ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def _own_shared_compile_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A test's runs share compiles only among themselves (agent.loop.compilers.shared_cache_dir): what
+    another test compiled never answers them, so their counts do not depend on the order tests ran in."""
+    monkeypatch.setenv("ROCPORT_SHARED_COMPILE_CACHE", str(tmp_path_factory.mktemp("compile-cache")))
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -9,11 +9,15 @@ reuses every unit the CUDA checks compiled (sandboxes.compile_service.kept_build
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent.loop.rundir import rocport_home
 from sandboxes.base import CommandResult, Sandbox, SandboxError
 from sandboxes.compile_service import CompileService
 from sandboxes.local import LocalSandbox
@@ -33,11 +37,21 @@ class Compilers:
     _cuda_box: Sandbox | None = None
     _cuda_tried: bool = False
 
+    shared: Path | None = None
+    """The compile cache runs on this machine share (sandboxes/compile_share.py); hipcc's starts from it."""
+
     @classmethod
-    def start(cls, sandbox: Sandbox, repo: Path, observer: Any = None, rundir: Any = None) -> Compilers:
+    def start(
+        cls,
+        sandbox: Sandbox,
+        repo: Path,
+        observer: Any = None,
+        rundir: Any = None,
+        shared: Path | None = None,
+    ) -> Compilers:
         """Start hipcc's service; what could not start is a note, never an error."""
-        out = cls(repo=repo, rundir=rundir, observer=observer)
-        out.hip = out._start(sandbox, "hipcc", rundir)
+        out = cls(repo=repo, rundir=rundir, observer=observer, shared=shared)
+        out.hip = out._start(sandbox, "hipcc", rundir, shared)
         return out
 
     @property
@@ -60,9 +74,11 @@ class Compilers:
             self._cuda_box = LocalSandbox(self.repo, logdir=kept)
             self._cuda = self._start(self._cuda_box, "nvcc", self.rundir)
 
-    def _start(self, box: Sandbox, what: str, rundir: Any) -> CompileService | None:
+    def _start(
+        self, box: Sandbox, what: str, rundir: Any, shared: Path | None = None
+    ) -> CompileService | None:
         try:
-            service = CompileService.start(box)
+            service = CompileService.start(box, shared=shared)
         except (RuntimeError, OSError) as exc:
             self.notes.append(f"{what} unit compiles run one command each: {exc}")
             if self.observer is not None:
@@ -97,16 +113,48 @@ class Compilers:
             "compile_cache_misses": kinds.get("miss", 0),
         }
 
-    def close(self) -> None:
+    def close(self, *, publish: bool = False) -> None:
+        """End the services; `publish`: add hipcc's compiles to the shared cache (a run whose sandbox ran
+        nothing an LLM proposed: see llm_consulted)."""
         for service in (self.hip, self._cuda):
             if service is not None:
                 try:
-                    service.close(keep_cache=service is self._cuda and self.rundir is not None)
+                    share = self.shared if publish and service is self.hip else None
+                    service.close(keep_cache=service is self._cuda and self.rundir is not None, publish=share)
                 except SandboxError:  # a container already gone took its service with it
                     continue
         if self._cuda_box is not None:
             self._cuda_box.close()
         self.hip = self._cuda = self._cuda_box = None
+
+
+def shared_cache_dir(compile_cache: str, backend: str, image: str) -> Path | None:
+    """The shared compile cache of one image (or of the host, for the local sandbox); None when the job
+    asks for a cache of the run's own."""
+    if compile_cache != "shared":
+        return None
+    base = os.environ.get("ROCPORT_SHARED_COMPILE_CACHE") or rocport_home() / "compile-cache"
+    return Path(base) / re.sub(r"[^A-Za-z0-9._-]+", "_", image if backend == "docker" else "local")
+
+
+def llm_consulted(events: Path) -> bool:
+    """Whether the run ever asked an LLM (its `proposed` events, resumes included): its sandbox may then
+    have run what the LLM wrote, and its cache is not shared with other runs."""
+    try:
+        lines = events.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return True  # no record: assume the worst
+    for line in lines:
+        if '"proposed"' not in line:
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return True
+        counters = event.get("counters") or {}
+        if counters.get("llm_calls") or any(not str(p).startswith("rule:") for p in event.get("by") or []):
+            return True
+    return False
 
 
 def _logger(rundir: Any, what: str):

@@ -3,6 +3,9 @@ ScriptedModel's tool calls inside a real port, in the ROCm container, and proven
 rule patch (hipcc and nvcc unit compiles, CUDA -E identity, the rebuild). The PTX rule now translates
 this lop3 itself, so the port runs with the LLM as its only proposer (strategy `llm`)."""
 
+import os
+from pathlib import Path
+
 import pytest
 
 from agent.proposers.llm.model import ScriptedModel
@@ -49,3 +52,6 @@ def test_scripted_llm_fixes_inline_ptx_in_a_real_port(tmp_path, rocm_image, nvcc
     assert "invalid instruction" in model.seen[0][1]["content"]  # the context pack carried the compiler error
     assert model.seen[4][-1]["content"].startswith("compiles")  # hipcc in the ROCm container saw the edit
     assert run.unit_compiles >= 3  # the model's compile check plus the validator's hipcc and nvcc
+    # a run whose sandbox compiled what an LLM wrote adds nothing to the compile cache runs share
+    shared = Path(os.environ["ROCPORT_SHARED_COMPILE_CACHE"])
+    assert not [p for p in shared.rglob("*") if p.is_file()]

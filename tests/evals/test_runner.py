@@ -47,6 +47,16 @@ def test_eval_resolves_two_rule_tasks(tmp_path, rocm_image, nvcc):
     assert "cuda_header_activation" in proc.stdout and "totals" in proc.stdout
     done = [ln for ln in proc.stderr.splitlines() if ln.startswith(("[1/2] ", "[2/2] "))]
     assert len(done) == 2 and all("resolved" in ln and "NOT" not in ln for ln in done), proc.stderr[-2000:]
+    # the second run's build is answered from what the first compiled (the compile cache runs share):
+    # its weight-name fault asks for no unit compile, so every hit is a unit the first run published
+    caches = sorted(
+        (
+            next(e for e in map(json.loads, events.read_text().splitlines()) if e["event"] == "compile_cache")
+            for events in (tmp_path / "home" / "runs").glob("*/events.jsonl")
+        ),
+        key=lambda e: e["ts"],
+    )
+    assert caches[1]["compile_requests"] == 0 and caches[1]["compile_cache_hits"] >= 3, caches
 
 
 def test_unknown_task_and_strategy_are_one_line_errors(tmp_path):

@@ -110,9 +110,13 @@ class RunEnv:
     def compilers(self) -> Any:
         """The run's warm compile services: hipcc in the run's sandbox, nvcc on the host (when present)."""
         if self._compilers is None:
-            from agent.loop.compilers import Compilers
+            from agent.loop.compilers import Compilers, shared_cache_dir
 
-            self._compilers = Compilers.start(self._raw_sandbox(), self.clone, self.observer, self.rundir)
+            spec = self.job.sandbox
+            shared = shared_cache_dir(spec.compile_cache, spec.backend, self.image())
+            self._compilers = Compilers.start(
+                self._raw_sandbox(), self.clone, self.observer, self.rundir, shared
+            )
         return self._compilers
 
     def close(self) -> None:
@@ -123,8 +127,10 @@ class RunEnv:
             if cpu is not None:
                 self.observer.emit("sandbox_cpu", seconds=round(cpu, 2))
         if self._compilers is not None:
+            from agent.loop.compilers import llm_consulted
+
             self.observer.emit("compile_cache", **self._compilers.stats())
-            self._compilers.close()
+            self._compilers.close(publish=not llm_consulted(self.rundir.events))
             self._compilers = None
         if self.server is not None:
             self.server.stop()

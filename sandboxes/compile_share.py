@@ -1,0 +1,78 @@
+"""The compile cache runs share on one machine (host side; the sandbox never sees the shared folder).
+
+A run's compile service starts from a copy of the shared cache (`seed`): its full builds then reuse every
+unit an earlier run compiled from the same input (the cache's keys are the compiler, its flags and the
+digests of what it read; never a path of the run's own). When the run ends, the entries it added are
+copied back (`publish`), but only by a run whose sandbox ran nothing an LLM proposed (the caller's
+decision): a sandbox can write anything into its own cache, and an object planted there must not reach
+other runs. Only what the cache's layout names is copied, and only regular files: a symlink a build
+left in its cache (to a host secret, say) is never followed, in either direction.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+
+_LAYOUT = {
+    "e": re.compile(r"[0-9a-f]{64}\.(?:json|o)"),  # entries: the answer and its object, by key
+    "l": re.compile(r"[0-9a-f]{64}"),  # line-marker-free input -> entry
+    "m": re.compile(r"[0-9a-f]{64}\.json"),  # command -> what it read (direct hits)
+}
+MAX_ENTRY_BYTES = 512 * 1024 * 1024
+"""Larger files are not shared (no object of a real kernel comes near)."""
+
+
+def seed(shared: Path, cache: Path) -> int:
+    """Copy the shared cache into a service's own `cache` before it starts; the number of files."""
+    return _copy_entries(shared, cache, replace=True)
+
+
+def publish(cache: Path, shared: Path) -> int:
+    """Copy what a run's cache holds and the shared one lacks (manifests: the run's newer list) into
+    `shared`, each file whole (a temporary name, then a rename); the number of files copied."""
+    return _copy_entries(cache, shared, replace=False)
+
+
+def _copy_entries(src: Path, dst: Path, *, replace: bool) -> int:
+    copied = 0
+    for folder, name_form in _LAYOUT.items():
+        try:
+            names = sorted(os.listdir(src / folder))
+        except OSError:
+            continue
+        for name in names:
+            if not name_form.fullmatch(name):
+                continue
+            target = dst / folder / name
+            if not replace and folder != "m" and target.exists():
+                continue  # an entry's key is its content: the one there is the same
+            copied += _copy_regular(src / folder / name, target)
+    return copied
+
+
+def _copy_regular(source: Path, target: Path) -> int:
+    """1 when `source` is a regular file (opened without following a link) and was copied whole."""
+    try:
+        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return 0
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ENTRY_BYTES:
+        os.close(fd)
+        return 0
+    with os.fdopen(fd, "rb") as fh:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        out_fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+        try:
+            with os.fdopen(out_fd, "wb") as out:
+                shutil.copyfileobj(fh, out)
+            os.replace(tmp, target)
+        except OSError:
+            Path(tmp).unlink(missing_ok=True)
+            return 0
+    return 1
