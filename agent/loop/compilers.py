@@ -4,7 +4,9 @@ Unit checks and full builds share them: a unit check's object is what the next f
 (sandboxes/compile_service.py). When a service cannot start (an image without python3), compiles fall
 back to one sandbox command each and the run says so. nvcc's cache outlives the run (in the run dir's
 `cuda-cache/`): a CUDA build of the final tree afterwards (the eval's scoring build) goes through it and
-reuses every unit the CUDA checks compiled (sandboxes.compile_service.kept_build_prefix).
+reuses every unit the CUDA checks compiled (sandboxes.compile_service.kept_build_prefix). hipcc's cache
+starts from the one runs on this machine share per image and, when the run never asked an LLM, adds to it
+at the end (shared_cache_dir, llm_consulted; sandboxes/compile_share.py).
 """
 
 from __future__ import annotations
@@ -33,12 +35,11 @@ class Compilers:
     rundir: Any = None
     observer: Any = None
     notes: list[str] = field(default_factory=list)
+    shared: Path | None = None
+    """The compile cache runs on this machine share (sandboxes/compile_share.py); hipcc's starts from it."""
     _cuda: CompileService | None = None
     _cuda_box: Sandbox | None = None
     _cuda_tried: bool = False
-
-    shared: Path | None = None
-    """The compile cache runs on this machine share (sandboxes/compile_share.py); hipcc's starts from it."""
 
     @classmethod
     def start(
