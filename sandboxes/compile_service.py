@@ -206,13 +206,8 @@ class CompileService:
         `keep_cache`: keep the cache and `env.sh`, so a later build can still source `build_prefix` and
         reuse every compile the run made (the shims compile without the service). `publish`: once the
         service has stopped, add what its cache holds to that shared one (compile_share.publish)."""
-        if publish is not None:
-            with contextlib.suppress(SandboxError, OSError):
-                self.service.stop(grace_s=2)
-            with contextlib.suppress(OSError):
-                compile_share.publish(self.cache_dir, publish)
-        if keep_cache and self._finalizer.detach() is not None:
-            _end(self.spool, self.service, keep_cache=True)
+        if (keep_cache or publish is not None) and self._finalizer.detach() is not None:
+            _end(self.spool, self.service, keep_cache=keep_cache, publish=publish)
         else:
             self._finalizer()
 
@@ -228,12 +223,16 @@ def kept_build_prefix(folder: Path) -> str:
     return f". {shlex.quote(str(kept[-1]))}; "
 
 
-def _end(spool: Path, service: Service, keep_cache: bool = False) -> None:
-    """The request folder goes first (the service leaves its loop), then the process, then the spool."""
+def _end(spool: Path, service: Service, keep_cache: bool = False, publish: Path | None = None) -> None:
+    """The request folder goes first (the service leaves its loop), then the process, then (what the
+    cache holds published, when asked) the spool."""
     shutil.rmtree(spool / "req", ignore_errors=True)
     try:
         with contextlib.suppress(SandboxError, OSError):  # its sandbox may be gone, and the process with it
             service.stop(grace_s=2)
+        if publish is not None:
+            with contextlib.suppress(OSError):
+                compile_share.publish(spool / "cache", publish)
     finally:
         shutil.rmtree(spool / "res" if keep_cache else spool, ignore_errors=True)
 
