@@ -6,11 +6,13 @@ digests of what it read; never a path of the run's own). When the run ends, the 
 copied back (`publish`), but only by a run whose sandbox ran nothing an LLM proposed (the caller's
 decision): a sandbox can write anything into its own cache, and an object planted there must not reach
 other runs. Only what the cache's layout names is copied, and only regular files: a symlink a build
-left in its cache (to a host secret, say) is never followed, in either direction.
+left in its cache (to a host secret, say) is never followed, in either direction. Past MAX_SHARED_BYTES
+the oldest entries go first (first in, first out: a run's copy does not say which entries it used).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -25,6 +27,8 @@ _LAYOUT = {
 }
 MAX_ENTRY_BYTES = 512 * 1024 * 1024
 """Larger files are not shared (no object of a real kernel comes near)."""
+MAX_SHARED_BYTES = 20 * 1024**3
+"""A shared cache past this drops its oldest entries (by when they were published) to 90% of it."""
 
 
 def seed(shared: Path, cache: Path) -> int:
@@ -32,10 +36,35 @@ def seed(shared: Path, cache: Path) -> int:
     return _copy_entries(shared, cache, replace=True)
 
 
-def publish(cache: Path, shared: Path) -> int:
+def publish(cache: Path, shared: Path, limit: int = MAX_SHARED_BYTES) -> int:
     """Copy what a run's cache holds and the shared one lacks (manifests: the run's newer list) into
-    `shared`, each file whole (a temporary name, then a rename); the number of files copied."""
-    return _copy_entries(cache, shared, replace=False)
+    `shared`, each file whole (a temporary name, then a rename); the number of files copied. Past `limit`
+    bytes of entries, the oldest are dropped (a manifest or link naming one then finds nothing: a miss)."""
+    copied = _copy_entries(cache, shared, replace=False)
+    _trim(shared / "e", limit)
+    return copied
+
+
+def _trim(entries: Path, limit: int) -> None:
+    by_key: dict[str, list[os.stat_result]] = {}
+    try:
+        names = os.listdir(entries)
+    except OSError:
+        return
+    for name in names:
+        if _LAYOUT["e"].fullmatch(name):
+            with contextlib.suppress(OSError):
+                by_key.setdefault(name.split(".")[0], []).append(os.lstat(entries / name))
+    total = sum(st.st_size for stats in by_key.values() for st in stats)
+    if total <= limit:
+        return
+    for key in sorted(by_key, key=lambda k: max(st.st_mtime for st in by_key[k])):
+        for suffix in (".json", ".o"):  # the answer first: an entry is never found without its object
+            with contextlib.suppress(FileNotFoundError):
+                (entries / (key + suffix)).unlink()
+        total -= sum(st.st_size for st in by_key[key])
+        if total <= limit * 0.9:
+            return
 
 
 def _copy_entries(src: Path, dst: Path, *, replace: bool) -> int:

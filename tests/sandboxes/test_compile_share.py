@@ -62,3 +62,20 @@ def test_only_the_caches_own_regular_files_cross_and_no_link_is_followed(tmp_pat
     fresh = tmp_path / "next" / "cache"
     assert seed(shared, fresh) == 1
     assert all("do-not-share" not in p.read_text() for p in fresh.rglob("*") if p.is_file())
+
+
+def test_a_shared_cache_past_its_limit_drops_its_oldest_entries_whole(tmp_path: Path):
+    run_cache, shared = tmp_path / "run" / "cache", tmp_path / "shared"
+    (run_cache / "e").mkdir(parents=True)
+    for i, key in enumerate(("a1", "b2", "c3")):
+        name = key * 32
+        (run_cache / "e" / f"{name}.o").write_bytes(b"\0" * 1000)
+        (run_cache / "e" / f"{name}.json").write_text('{"returncode": 0, "stdout": "", "stderr": ""}')
+        publish(run_cache, shared, limit=10_000)
+        for suffix in (".o", ".json"):  # published one after another: a1 oldest
+            os.utime(shared / "e" / f"{name}{suffix}", (1_000_000 + i, 1_000_000 + i))
+    (run_cache / "e" / f"{'d4' * 32}.o").write_bytes(b"\0" * 1000)
+    (run_cache / "e" / f"{'d4' * 32}.json").write_text("{}")
+    publish(run_cache, shared, limit=2_500)
+    kept = sorted(p.name[:2] + p.suffix for p in (shared / "e").iterdir())
+    assert kept == ["c3.json", "c3.o", "d4.json", "d4.o"]
