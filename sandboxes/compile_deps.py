@@ -49,11 +49,8 @@ def in_flight(cache: str, key_argv: list[str], cwd: str, wait: bool = True) -> A
 
     lock_dir = os.path.join(cache, "lock")
     os.makedirs(lock_dir, exist_ok=True)
-    # the compiler by what it is, not its path; the same command in another folder is another compile
-    name = hashlib.sha256(
-        json.dumps([compiler_identity(key_argv[0]), key_argv[1:], cwd]).encode()
-    ).hexdigest()
-    with open(os.path.join(lock_dir, name), "a+b") as fh:
+    # the same command in another folder is another compile
+    with open(os.path.join(lock_dir, _command_name(key_argv, cwd)), "a+b") as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -163,8 +160,14 @@ def _manifest_path(cache: str, key_argv: list[str]) -> str:
     relative names are read again in the folder of the compile that looks them up, so a run whose tree
     sits elsewhere (another run, with the cache shared: sandboxes/compile_share.py) finds a compile of
     the same files; an absolute name inside the old tree no longer reads as it did and misses."""
-    name = hashlib.sha256(json.dumps([compiler_identity(key_argv[0]), key_argv[1:]]).encode()).hexdigest()
-    return os.path.join(cache, "m", name + ".json")
+    return os.path.join(cache, "m", _command_name(key_argv) + ".json")
+
+
+def _command_name(key_argv: list[str], *where: str) -> str:
+    """A file name for one compile command: the compiler by what it is, not its path, then its flags."""
+    return hashlib.sha256(
+        json.dumps([compiler_identity(key_argv[0]), key_argv[1:], *where]).encode()
+    ).hexdigest()
 
 
 def written_since(deps: list[list[str]], cwd: str, since: float) -> bool:

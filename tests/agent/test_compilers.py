@@ -13,13 +13,18 @@ KERNEL = "__global__ void twice(float* x) { x[threadIdx.x] *= 2.0f; }\n"
 UNIT = "nvcc -arch=sm_90 -O2 -c k.cu -o {out}"
 
 
-def test_a_cuda_build_after_the_run_reuses_the_cuda_checks_compiles(nvcc, tmp_path: Path):
+def _run(tmp_path: Path, run_id: str) -> tuple[Path, RunDir, Compilers]:
+    """A repo with one kernel, a run dir, and the run's compile services over it."""
     repo = tmp_path / "repo"
     repo.mkdir()
     (repo / "k.cu").write_text(KERNEL)
-    rundir = RunDir("run-1", home=tmp_path / "home")
+    rundir = RunDir(run_id, home=tmp_path / "home")
     rundir.create("{}")
-    compilers = Compilers(repo=repo, rundir=rundir)
+    return repo, rundir, Compilers(repo=repo, rundir=rundir)
+
+
+def test_a_cuda_build_after_the_run_reuses_the_cuda_checks_compiles(nvcc, tmp_path: Path):
+    repo, rundir, compilers = _run(tmp_path, "run-1")
     assert compilers.cuda is not None and compilers.cuda.run(UNIT.format(out=tmp_path / "check.o")).ok
     compilers.close()
 
@@ -41,12 +46,7 @@ def test_a_run_without_cuda_checks_leaves_nothing_to_reuse(tmp_path: Path):
 def test_a_run_whose_cuda_checks_only_preprocessed_leaves_no_cache_in_the_way(nvcc, tmp_path: Path):
     # the CUDA identity proof runs nvcc -E through the service: nothing a later build could reuse, and
     # a build through the shims would pay their start-up and dependency hashing on every compile
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    (repo / "k.cu").write_text(KERNEL)
-    rundir = RunDir("run-3", home=tmp_path / "home")
-    rundir.create("{}")
-    compilers = Compilers(repo=repo, rundir=rundir)
+    _, rundir, compilers = _run(tmp_path, "run-3")
     assert compilers.cuda is not None and compilers.cuda.run("nvcc -arch=sm_90 -E k.cu").ok
     compilers.close()
     assert list(rundir.cuda_cache.glob(".compile-*/env.sh")) and kept_build_prefix(rundir.cuda_cache) == ""
