@@ -70,6 +70,8 @@ def _trim(entries: Path, limit: int) -> None:
 def _copy_entries(src: Path, dst: Path, *, replace: bool) -> int:
     copied = 0
     for folder, name_form in _LAYOUT.items():
+        if any(p.is_symlink() for p in (src.parent, src, src / folder)):
+            continue  # a link the sandbox put in place of its spool or cache: whatever it points at stays
         try:
             names = sorted(os.listdir(src / folder))
         except OSError:
@@ -85,7 +87,8 @@ def _copy_entries(src: Path, dst: Path, *, replace: bool) -> int:
 
 
 def _copy_regular(source: Path, target: Path) -> int:
-    """1 when `source` is a regular file (opened without following a link) and was copied whole."""
+    """1 when `source` is a regular file (opened without following a link; the caller checked its
+    folders) and was copied whole."""
     try:
         fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:

@@ -79,3 +79,20 @@ def test_a_shared_cache_past_its_limit_drops_its_oldest_entries_whole(tmp_path: 
     publish(run_cache, shared, limit=2_500)
     kept = sorted(p.name[:2] + p.suffix for p in (shared / "e").iterdir())
     assert kept == ["c3.json", "c3.o", "d4.json", "d4.o"]
+
+
+def test_a_cache_folder_replaced_by_a_link_publishes_nothing_from_where_it_points(tmp_path: Path):
+    """The sandbox can write its spool: a link in place of a cache folder (here to a host folder whose
+    files are named like entries) is not followed."""
+    host = tmp_path / "host-keys"
+    host.mkdir()
+    (host / f"{'ab' * 32}.json").write_text("TOKEN=do-not-share\n")
+    run_cache, shared = tmp_path / "spool" / "cache", tmp_path / "shared"
+    run_cache.mkdir(parents=True)
+    os.symlink(host, run_cache / "e")
+    assert publish(run_cache, shared) == 0
+    linked_cache = tmp_path / "spool2" / "cache"
+    linked_cache.parent.mkdir()
+    os.symlink(tmp_path / "spool" / "cache", linked_cache)
+    assert publish(linked_cache, shared) == 0
+    assert not [p for p in shared.rglob("*") if p.is_file()]
