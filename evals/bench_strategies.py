@@ -9,8 +9,9 @@ children on the host, plus the run containers' own cgroup CPU); then the wall se
 unit compile, load check, launch, bench, git, ...) from the runs' `timing` events; then a MODEL: the
 projected wall time if each full build of the framework took --model-build-minutes (the measured build
 seconds replaced by builds x that; nothing sleeps). Each strategy's runs share one compile cache that
-starts empty, as a user's runs on one machine do (agent.loop.compilers.shared_cache_dir); with
---cold-cache every run starts from an empty one.
+starts empty, as a user's runs on one machine do (agent.loop.compilers.shared_cache_dir), and one for
+the eval's CUDA scoring builds, as `rocport eval` gives each strategy; with --cold-cache every run starts
+from empty ones.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent.loop.rundir import RunDir, rocport_home
-from evals.runner import TaskRun, run_task
+from evals.runner import TaskRun, run_task, scoring_cache
 from evals.taskdefs import load_task, task_names
 
 PHASES = (
@@ -90,16 +91,17 @@ def measure(
     """Every task under every strategy, one at a time, alternating which strategy goes first; each row
     is appended to `ledger` (JSON lines) as it finishes, so a stopped benchmark still has its pairs.
     Each strategy's runs share a compile cache of their own that starts empty (as on a machine rocport
-    has not built this image's framework on yet); `cold`: every run starts from an empty one."""
+    has not built this image's framework on yet), and so do its CUDA scoring builds (evals.runner.Scoring);
+    `cold`: every run starts from empty ones."""
     rows = []
     for i, name in enumerate(task_names_):
         task = load_task(name)
         order = strategies if i % 2 == 0 else list(reversed(strategies))
         for strategy in order:
-            shared = workroot / "compile-cache" / (f"{strategy}-{name}" if cold else strategy)
-            os.environ["ROCPORT_SHARED_COMPILE_CACHE"] = str(shared)
+            cache = f"{strategy}-{name}" if cold else strategy
+            os.environ["ROCPORT_SHARED_COMPILE_CACHE"] = str(workroot / "compile-cache" / cache)
             cpu0 = _cpu_s()
-            run = run_task(task, strategy, workroot)
+            run = run_task(task, strategy, workroot, scoring=scoring_cache(workroot, cache))
             facts = run_facts(run)
             rows.append({**run.to_dict(), **facts, "host_cpu_s": _cpu_s() - cpu0})
             with ledger.open("a") as fh:

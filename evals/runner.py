@@ -7,7 +7,9 @@ port cost: full builds, per-unit compiles, server launches, LLM tokens and wall 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import subprocess
 import time
 from collections.abc import Callable
@@ -74,10 +76,18 @@ def criteria_met(task: Task, state: dict, cuda_build_ok: bool | None) -> dict[st
     }
 
 
-def cuda_build(task: Task, repo: Path, cuda_cache: Path | None = None) -> bool | None:
+def cuda_build(
+    task: Task,
+    repo: Path,
+    cuda_cache: Path | None = None,
+    scoring: Scoring | None = None,
+    trusted: bool = False,
+) -> bool | None:
     """The task's CUDA build on the host with nvcc, on the final work branch (None: no nvcc here). Given
     the run's kept nvcc cache (RunDir.cuda_cache), it goes through it: units the CUDA checks already compiled
-    in their final state are reused, as a user's CUDA CI would reuse them with ccache."""
+    in their final state are reused, as a user's CUDA CI would reuse them with ccache. Given `scoring`, the
+    build also reuses what the eval's earlier scoring builds compiled, and adds to it when `trusted` (the
+    run never asked an LLM; see Scoring)."""
     from agent.profiles import load_profile
     from sandboxes import LocalSandbox
     from sandboxes.compile_service import kept_build_prefix
@@ -85,9 +95,52 @@ def cuda_build(task: Task, repo: Path, cuda_cache: Path | None = None) -> bool |
     profile = load_profile(task.profile)
     if profile.build.cuda is None or not _which("nvcc"):
         return None
+    if scoring is not None:
+        return scoring.build(repo, profile.build.cuda, profile.build.timeout_s, cuda_cache, trusted)
     prefix = kept_build_prefix(cuda_cache) if cuda_cache is not None else ""
     with LocalSandbox(repo) as sb:
         return sb.run(prefix + profile.build.cuda, timeout=profile.build.timeout_s).ok
+
+
+@dataclass
+class Scoring:
+    """One compile cache for an eval's CUDA scoring builds, per strategy (`shared`): a scoring build
+    compiles only the units whose input differs from every earlier task's, as a CUDA CI with ccache
+    would. Each build works on a copy (a spool next to the task's repo); what it compiled is added to
+    `shared` only when its run never asked an LLM, for the reason the port's own shared cache has
+    (sandboxes/compile_share.py): a build of LLM-written code could plant an object that would pass
+    a later task's build."""
+
+    shared: Path
+    ledger: list[str] = field(default_factory=list)
+    """How each compile of the builds so far was served: `miss`, else the kind of cache hit."""
+
+    def build(self, repo: Path, command: str, timeout: float, kept: Path | None, trusted: bool) -> bool:
+        from sandboxes import LocalSandbox, compile_share
+        from sandboxes.compile_service import write_spool
+
+        spool = repo.parent / "cuda-scoring-spool"
+        shutil.rmtree(spool, ignore_errors=True)
+        prefix = write_spool(spool)
+        compile_share.seed(self.shared, spool / "cache")
+        for cache in sorted(Path(kept).glob(".compile-*/cache")) if kept is not None else []:
+            compile_share.seed(cache, spool / "cache")  # what the run's CUDA checks compiled
+        try:
+            with LocalSandbox(repo) as sb:
+                ok = sb.run(prefix + command, timeout=timeout).ok
+            if trusted:
+                compile_share.publish(spool / "cache", self.shared)
+            with contextlib.suppress(OSError):
+                lines = (spool / "cache" / "ledger").read_text(encoding="utf-8").splitlines()
+                self.ledger.extend(line.split("\t")[0] for line in lines)
+            return ok
+        finally:
+            shutil.rmtree(spool, ignore_errors=True)
+
+
+def scoring_cache(workroot: Path, name: str) -> Scoring:
+    """The scoring cache `name` (a strategy's) of the eval in `workroot`."""
+    return Scoring(workroot / "cuda-scoring" / name.replace("+", "-"))
 
 
 def _which(tool: str) -> bool:
@@ -111,10 +164,18 @@ def verdict(task: Task, state: dict, criteria: dict[str, bool]) -> tuple[bool, s
 
 
 def run_task(
-    task: Task, strategy: str, workroot: Path, *, model: Any = None, sinks: list | None = None
+    task: Task,
+    strategy: str,
+    workroot: Path,
+    *,
+    model: Any = None,
+    sinks: list | None = None,
+    scoring: Scoring | None = None,
 ) -> TaskRun:
-    """Materialize the task, write its checkpoint, port it, and score the result."""
+    """Materialize the task, write its checkpoint, port it, and score the result (the CUDA build through
+    `scoring`'s cache when given)."""
     from agent.config import validate_job
+    from agent.loop.compilers import llm_consulted
     from agent.loop.port import start_port
     from agent.loop.rundir import RunDir
 
@@ -135,8 +196,11 @@ def run_task(
     result = start_port(job, model=model, sinks=sinks)
     state = result.state
     clone = Path(state.get("repo_dir") or repo)
+    rundir = RunDir(result.run_id)
     cuda_ok = (
-        cuda_build(task, clone, RunDir(result.run_id).cuda_cache) if "cuda_build" in task.success else True
+        cuda_build(task, clone, rundir.cuda_cache, scoring, trusted=not llm_consulted(rundir.events))
+        if "cuda_build" in task.success
+        else True
     )
     crit = criteria_met(task, state, cuda_ok)
     resolved, reason = verdict(task, state, crit)
@@ -168,12 +232,13 @@ def run_eval(
     on_result: Callable[[TaskRun], None] | None = None,
 ) -> list[TaskRun]:
     """Every task under every strategy, `jobs` at a time; a task that crashes is scored unresolved.
-    `on_result` hears of each finished task (the CLI's `[k/N]` lines)."""
+    `on_result` hears of each finished task (the CLI's `[k/N]` lines). Each strategy's CUDA scoring builds
+    share one cache (Scoring), under `workroot`."""
 
     def one(pair: tuple[Task, str]) -> TaskRun:
         task, strategy = pair
         try:
-            run = run_task(task, strategy, workroot, model=model)
+            run = run_task(task, strategy, workroot, model=model, scoring=scoring_cache(workroot, strategy))
         except Exception as exc:  # noqa: BLE001 - one task's crash must not end the eval; it is a result
             run = TaskRun(
                 task=task.name,

@@ -76,19 +76,7 @@ class CompileService:
         if logdir is None:
             raise RuntimeError("the sandbox has no shared log folder for the compile service's spool")
         spool = Path(logdir) / f".compile-{uuid.uuid4().hex[:8]}"
-        (spool / "bin").mkdir(parents=True)
-        shutil.copyfile(WORKER, spool / "compile_worker.py")
-        (spool / "sandboxes").mkdir()
-        (spool / "sandboxes" / "__init__.py").write_text("")
-        for name in SHIPPED:
-            shutil.copyfile(WORKER.with_name(name), spool / "sandboxes" / name)
-        for name in SHIMMED:
-            shim = spool / "bin" / name
-            shim.write_text(
-                f'#!/bin/sh\nexec {python} {shlex.quote(str(spool / "compile_worker.py"))} shim {name} "$@"\n'
-            )
-            shim.chmod(0o755)
-        (spool / "env.sh").write_text(_env_script(spool))
+        write_spool(spool, python)
         if shared is not None:
             compile_share.seed(shared, spool / "cache")
         service = sandbox.start(
@@ -210,6 +198,26 @@ class CompileService:
             _end(self.spool, self.service, keep_cache=keep_cache, publish=publish)
         else:
             self._finalizer()
+
+
+def write_spool(spool: Path, python: str = "python3") -> str:
+    """A new folder `spool` holding the worker, the compiler shims and `env.sh`; the `build_prefix` that
+    sources it. A build through that prefix caches its compiles in `spool/cache` with no service running
+    (the shims compile in the build's own process tree)."""
+    (spool / "bin").mkdir(parents=True)
+    shutil.copyfile(WORKER, spool / "compile_worker.py")
+    (spool / "sandboxes").mkdir()
+    (spool / "sandboxes" / "__init__.py").write_text("")
+    for name in SHIPPED:
+        shutil.copyfile(WORKER.with_name(name), spool / "sandboxes" / name)
+    for name in SHIMMED:
+        shim = spool / "bin" / name
+        shim.write_text(
+            f'#!/bin/sh\nexec {python} {shlex.quote(str(spool / "compile_worker.py"))} shim {name} "$@"\n'
+        )
+        shim.chmod(0o755)
+    (spool / "env.sh").write_text(_env_script(spool))
+    return f". {shlex.quote(str(spool / 'env.sh'))}; "
 
 
 def kept_build_prefix(folder: Path) -> str:
