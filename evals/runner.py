@@ -175,7 +175,6 @@ def run_task(
     """Materialize the task, write its checkpoint, port it, and score the result (the CUDA build through
     `scoring`'s cache when given)."""
     from agent.config import validate_job
-    from agent.loop.compilers import llm_consulted
     from agent.loop.port import start_port
     from agent.loop.rundir import RunDir
 
@@ -198,7 +197,7 @@ def run_task(
     clone = Path(state.get("repo_dir") or repo)
     rundir = RunDir(result.run_id)
     cuda_ok = (
-        cuda_build(task, clone, rundir.cuda_cache, scoring, trusted=not llm_consulted(rundir.events))
+        cuda_build(task, clone, rundir.cuda_cache, scoring, trusted=not rundir.llm_consulted())
         if "cuda_build" in task.success
         else True
     )

@@ -6,12 +6,11 @@ back to one sandbox command each and the run says so. nvcc's cache outlives the 
 `cuda-cache/`): a CUDA build of the final tree afterwards (the eval's scoring build) goes through it and
 reuses every unit the CUDA checks compiled (sandboxes.compile_service.kept_build_prefix). hipcc's cache
 starts from the one runs on this machine share per image and, when the run never asked an LLM, adds to it
-at the end (shared_cache_dir, llm_consulted; sandboxes/compile_share.py).
+at the end (shared_cache_dir, RunDir.llm_consulted; sandboxes/compile_share.py).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -116,7 +115,7 @@ class Compilers:
 
     def close(self, *, publish: bool = False) -> None:
         """End the services; `publish`: add hipcc's compiles to the shared cache (a run whose sandbox ran
-        nothing an LLM proposed: see llm_consulted)."""
+        nothing an LLM proposed: see RunDir.llm_consulted)."""
         for service in (self.hip, self._cuda):
             if service is not None:
                 try:
@@ -136,26 +135,6 @@ def shared_cache_dir(compile_cache: str, backend: str, image: str) -> Path | Non
         return None
     base = os.environ.get("ROCPORT_SHARED_COMPILE_CACHE") or rocport_home() / "compile-cache"
     return Path(base) / re.sub(r"[^A-Za-z0-9._-]+", "_", image if backend == "docker" else "local")
-
-
-def llm_consulted(events: Path) -> bool:
-    """Whether the run ever asked an LLM (its `proposed` events, resumes included): its sandbox may then
-    have run what the LLM wrote, and its cache is not shared with other runs."""
-    try:
-        lines = events.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return True  # no record: assume the worst
-    for line in lines:
-        if '"proposed"' not in line:
-            continue
-        try:
-            event = json.loads(line)
-        except ValueError:
-            return True
-        counters = event.get("counters") or {}
-        if counters.get("llm_calls") or any(not str(p).startswith("rule:") for p in event.get("by") or []):
-            return True
-    return False
 
 
 def _logger(rundir: Any, what: str):

@@ -64,6 +64,27 @@ class RunDir:
     def events(self) -> Path:
         return self.path / "events.jsonl"
 
+    def llm_consulted(self) -> bool:
+        """Whether the run ever asked an LLM (its `proposed` events, resumes included): its sandbox may then
+        have run what the LLM wrote, and its caches are not shared with other runs."""
+        try:
+            lines = self.events.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return True  # no record: assume the worst
+        for line in lines:
+            if '"proposed"' not in line:
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                return True
+            counters = event.get("counters") or {}
+            if counters.get("llm_calls") or any(
+                not str(p).startswith("rule:") for p in event.get("by") or []
+            ):
+                return True
+        return False
+
     @property
     def job_file(self) -> Path:
         return self.path / "job.yaml"

@@ -127,10 +127,8 @@ class RunEnv:
             if cpu is not None:
                 self.observer.emit("sandbox_cpu", seconds=round(cpu, 2))
         if self._compilers is not None:
-            from agent.loop.compilers import llm_consulted
-
             self.observer.emit("compile_cache", **self._compilers.stats())
-            self._compilers.close(publish=not llm_consulted(self.rundir.events))
+            self._compilers.close(publish=not self.rundir.llm_consulted())
             self._compilers = None
         if self.server is not None:
             self.server.stop()
