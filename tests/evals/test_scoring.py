@@ -8,7 +8,8 @@ from agent.loop.rundir import RunDir
 from evals.runner import Scoring
 
 KERNEL = "__global__ void twice(float* x) { x[threadIdx.x] *= 2.0f; }\n"
-BUILD = "nvcc -arch=sm_90 -O2 -c k.cu -o k.o && nvcc -arch=sm_90 -O2 -c other.cu -o other.o"
+K = "nvcc -arch=sm_90 -O2 -c k.cu -o k.o"
+BUILD = K + " && nvcc -arch=sm_90 -O2 -c other.cu -o other.o"
 
 
 def _task_tree(root: Path, other: str = "") -> Path:
@@ -32,17 +33,17 @@ def test_a_later_task_compiles_only_the_units_it_changed(nvcc, tmp_path: Path):
 
 def test_a_build_after_a_run_that_asked_an_llm_adds_nothing(nvcc, tmp_path: Path):
     scoring = Scoring(tmp_path / "scoring")
-    assert scoring.build(_task_tree(tmp_path / "llm-task" / "repo"), BUILD, 600, None, trusted=False)
-    assert scoring.build(_task_tree(tmp_path / "next-task" / "repo"), BUILD, 600, None, trusted=True)
-    assert scoring.ledger == ["miss", "miss", "miss", "miss"]
+    assert scoring.build(_task_tree(tmp_path / "llm-task" / "repo"), K, 600, None, trusted=False)
+    assert scoring.build(_task_tree(tmp_path / "next-task" / "repo"), K, 600, None, trusted=True)
+    assert scoring.ledger == ["miss", "miss"]
 
 
 def test_a_failing_build_is_scored_failed_and_its_good_units_kept(nvcc, tmp_path: Path):
     scoring = Scoring(tmp_path / "scoring")
     broken = _task_tree(tmp_path / "broken" / "repo", other="this is not CUDA\n")
     assert not scoring.build(broken, BUILD.replace(" && ", "; "), 600, None, trusted=True)
-    assert scoring.build(_task_tree(tmp_path / "fixed" / "repo"), BUILD, 600, None, trusted=True)
-    assert scoring.ledger == ["miss", "miss", "direct", "miss"]
+    assert scoring.build(_task_tree(tmp_path / "fixed" / "repo"), K, 600, None, trusted=True)
+    assert scoring.ledger == ["miss", "miss", "direct"]
 
 
 def test_the_runs_own_cuda_checks_are_reused(nvcc, tmp_path: Path):
@@ -53,5 +54,5 @@ def test_the_runs_own_cuda_checks_are_reused(nvcc, tmp_path: Path):
     assert compilers.cuda is not None and compilers.cuda.run("nvcc -arch=sm_90 -O2 -c k.cu -o check.o").ok
     compilers.close()
     scoring = Scoring(tmp_path / "scoring")
-    assert scoring.build(repo, BUILD, 600, rundir.cuda_cache, trusted=True)
-    assert scoring.ledger == ["direct", "miss"]
+    assert scoring.build(repo, K, 600, rundir.cuda_cache, trusted=True)
+    assert scoring.ledger == ["direct"]
