@@ -99,7 +99,7 @@ class CompileService:
     def build_prefix(self) -> str:
         """Shell words that put the cached compilers first for a whole command line (a full build): on
         PATH, and in HIPCC/NVCC where the image names its compiler there (that one stays the real one)."""
-        return f". {shlex.quote(str(self.spool / 'env.sh'))}; "
+        return _sourcing(self.spool / "env.sh")
 
     def alive(self) -> bool:
         return self.service.alive()
@@ -217,7 +217,7 @@ def write_spool(spool: Path, python: str = "python3") -> str:
         )
         shim.chmod(0o755)
     (spool / "env.sh").write_text(_env_script(spool))
-    return f". {shlex.quote(str(spool / 'env.sh'))}; "
+    return _sourcing(spool / "env.sh")
 
 
 def kept_build_prefix(folder: Path) -> str:
@@ -228,7 +228,7 @@ def kept_build_prefix(folder: Path) -> str:
     kept = sorted(Path(folder).glob(".compile-*/env.sh"), key=lambda p: p.stat().st_mtime)
     if not kept or next((kept[-1].parent / "cache" / "e").glob("*.o"), None) is None:
         return ""
-    return f". {shlex.quote(str(kept[-1]))}; "
+    return _sourcing(kept[-1])
 
 
 def _end(spool: Path, service: Service, keep_cache: bool = False, publish: Path | None = None) -> None:
@@ -243,6 +243,11 @@ def _end(spool: Path, service: Service, keep_cache: bool = False, publish: Path 
                 compile_share.publish(spool / "cache", publish)
     finally:
         shutil.rmtree(spool / "res" if keep_cache else spool, ignore_errors=True)
+
+
+def _sourcing(env_sh: Path) -> str:
+    """Shell words that source `env.sh` before the command that follows them."""
+    return f". {shlex.quote(str(env_sh))}; "
 
 
 def _env_script(spool: Path) -> str:
