@@ -11,11 +11,12 @@ tests/agent/test_profile_shape.py holds PROFILE_SHAPE to the pydantic models, fi
 
 from __future__ import annotations
 
-import hashlib
 import marshal
 import os
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from tools.digests import sha256
 
 PROFILE_DIR = Path(__file__).parent / "profiles"
 """Where the bundled profiles live (agent.profiles.PROFILE_DIR, named here without importing it)."""
@@ -233,7 +234,7 @@ def _memo_path(path: Path) -> Path:
     installation (two checkouts may bundle different versions of it)."""
     from tools.scan.cache import default_cache_dir
 
-    install = hashlib.sha256(os.path.abspath(path).encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    install = sha256(os.path.abspath(path).encode("utf-8", "surrogateescape")).hexdigest()[:12]
     return default_cache_dir().parent / "profiles" / f"{path.stem}-{install}.marshal"
 
 

@@ -13,7 +13,6 @@ itself never fails because of it.
 
 from __future__ import annotations
 
-import hashlib
 import marshal
 import os
 from dataclasses import fields
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tools.cpp.build_configs import Macro
+from tools.digests import sha256
 from tools.records import Failure
 from tools.scan.scanner import FileResult
 
@@ -51,7 +51,7 @@ def default_cache_dir() -> Path:
 @lru_cache(maxsize=1)
 def scanner_version() -> str:
     """A hash of the scanner's own source: results from another version are never reused."""
-    digest = hashlib.sha256()
+    digest = sha256()
     here = Path(__file__).resolve().parent
     for folder in (here, here.parent / "cpp"):
         for path in sorted(folder.glob("*.py")):
@@ -97,7 +97,7 @@ class ResultCache:
     def __init__(self, directory: Path, root: Path, hipify: bool):
         self.root = str(root)
         key = f"{os.path.realpath(root)}\0{hipify}\0{scanner_version()}"
-        self.path = directory / (hashlib.sha256(key.encode()).hexdigest()[:24] + ".marshal")
+        self.path = directory / (sha256(key.encode()).hexdigest()[:24] + ".marshal")
         self.entries: dict[str, tuple[Stamp, PackedResult]] = {}
         self.dirty = False
         try:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from tools.cpp.source import SourceText
+from tools.digests import sha1
 from tools.records import Failure
 from tools.scan.catalog import Construct
 
@@ -15,9 +15,9 @@ _UNIT_SUFFIXES = (".cu", ".cc", ".cpp", ".cxx", ".c", ".py")
 
 def line_key(line: str) -> str:
     """A short hash of a source line with whitespace collapsed: survives edits elsewhere in the file."""
-    return hashlib.sha1(
-        " ".join(line.split()).encode("utf-8", "surrogatepass"), usedforsecurity=False
-    ).hexdigest()[:10]
+    return sha1(" ".join(line.split()).encode("utf-8", "surrogatepass"), usedforsecurity=False).hexdigest()[
+        :10
+    ]
 
 
 def make_finding(
