@@ -15,9 +15,8 @@ _UNIT_SUFFIXES = (".cu", ".cc", ".cpp", ".cxx", ".c", ".py")
 
 def line_key(line: str) -> str:
     """A short hash of a source line with whitespace collapsed: survives edits elsewhere in the file."""
-    return sha1(" ".join(line.split()).encode("utf-8", "surrogatepass"), usedforsecurity=False).hexdigest()[
-        :10
-    ]
+    collapsed = " ".join(line.split()).encode("utf-8", "surrogatepass")
+    return sha1(collapsed, usedforsecurity=False).hexdigest()[:10]
 
 
 def make_finding(
