@@ -198,35 +198,6 @@ def test_the_rocm_builds_cover_every_task_with_build_faults_and_the_combined_one
     assert len(BUILD_TASKS) >= 5 and "kernels_combined" in {t.name for t in BUILD_TASKS}
 
 
-NVCC_TASKS = sorted(name for name, task in TASKS.items() if failing_units(task) and name not in FULL_BUILD)
-
-
-@pytest.mark.nvcc
-@pytest.mark.parametrize("name", NVCC_TASKS)
-def test_faulty_and_reference_fixed_kernels_build_with_nvcc(name: str, nvcc, tmp_path: Path):
-    """One test per task (so parallel runs spread the nvcc builds): its faulty kernels and, when it has
-    one, its reference fix build with nvcc."""
-    task = TASKS[name]
-    units = failing_units(task)
-    repos = [materialize(task, tmp_path / task.name)]
-    if task.reference_fix:
-        repos.append(with_reference_fix(task, materialize(task, tmp_path / f"{task.name}-fixed")))
-    for repo in repos:
-        proc = subprocess.run(
-            [sys.executable, "build.py", "--backend", "cuda", "--units", *units],
-            cwd=repo,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        assert proc.returncode == 0, f"{repo.name}: the CUDA build broke:\n{proc.stdout[-2000:]}"
-
-
-def test_the_nvcc_builds_cover_every_task_with_kernel_faults():
-    assert len(NVCC_TASKS) >= 5, NVCC_TASKS
-
-
 # --- load and launch faults -------------------------------------------------------------------------
 
 
