@@ -170,11 +170,14 @@ class Validator:
                 revert_diff(self.root, proposal.diff)
                 raise
 
-    def validate_together(self, group: list[tuple[Proposal, Failure | None]]) -> list[PatchOutcome] | None:
+    def validate_together(
+        self, group: list[tuple[Proposal, Failure | None]], upcoming: list[Proposal] | None = None
+    ) -> list[PatchOutcome] | None:
         """Proposals that touch different units, applied together and all their units compiled in one
-        parallel round (the CUDA -E identity of every member beside it); each judged on its own units and
-        reverted alone when not clean. None (nothing left applied) when a diff does not apply or the
-        applied patches' units overlap after all: the caller then checks them one by one."""
+        parallel round (the CUDA -E identity of every member beside it, then that of the `upcoming` ones
+        the caller checks next); each judged on its own units and reverted alone when not clean. None
+        (nothing left applied) when a diff does not apply or the applied patches' units overlap after
+        all: the caller then checks them one by one."""
         files = [f for proposal, _ in group for f in proposal.files]
         drop_warmups(self.tools, touched_units(self.root, files, self.tools.sources))
         proofs = [self._proven(proposal) for proposal, _ in group]
@@ -187,6 +190,7 @@ class Validator:
             seens = pending.result()
             applied: list[Proposal] = []
             after: Future | None = None
+            ahead: Future | None = None
             try:
                 for proposal, _ in group:
                     apply_diff(self.root, proposal.diff)
@@ -195,6 +199,7 @@ class Validator:
                 if len({u for us in units for u in us}) < sum(map(len, units)):
                     raise PatchError("the patches' units overlap once applied")
                 after = side.submit(lambda: [self.identity.texts(list(b)) for b in seens])
+                ahead = side.submit(self._before_texts, upcoming or [])
                 chosen: list[str] = []
 
                 def nvcc_units() -> list[str]:
@@ -213,8 +218,7 @@ class Validator:
                 )
                 afters = after.result()
             except BaseException as exc:
-                if after is not None:
-                    wait([after])
+                wait([f for f in (after, ahead) if f is not None])  # they read the patched tree
                 for proposal in reversed(applied):
                     revert_diff(self.root, proposal.diff)
                 if isinstance(exc, PatchError):
@@ -230,6 +234,15 @@ class Validator:
             checks = [*proven.values(), *self.identity.checks(before, new)]
             outcomes.append(self._judged(proposal, failure, checks, mine, hip[own], compiled, True, same))
         return outcomes
+
+    def _before_texts(self, proposals: list[Proposal]) -> None:
+        """The CUDA -E texts that proposals checked after a group read first, made while the group's units
+        compile (a core often idles there). The memo answers with them only while their files read the same;
+        an error here is met again, and reported, by the check that needs them."""
+        for proposal in proposals:
+            self.identity.texts(
+                [f for part in self._compared(proposal, *self._proven(proposal)) for f in part]
+            )
 
     def _judged(
         self,

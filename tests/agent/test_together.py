@@ -132,3 +132,51 @@ def test_a_kill_between_the_group_commits_redoes_no_check(tmp_path: Path, git_re
     commits = list(repo.iter_commits(f"{state.head}..HEAD"))
     assert sorted(list(c.stats.files) for c in commits) == [["csrc/a.cu"], ["csrc/b.cu"]]
     assert [o.commit for o in resumed["outcomes"] if o.kept] == [c.hexsha for c in reversed(commits)]
+
+
+def test_a_proposal_checked_after_the_group_starts_from_texts_made_during_its_round(
+    tmp_path: Path, git_repo, hipcc, nvcc
+):
+    """A header proposal shares units with the group, so it is checked alone afterwards. The CUDA -E texts
+    its proof starts from ("before": the header and both includers) are made while the group's units
+    compile, and its check reads them from the memo instead of running nvcc -E on them again."""
+    from agent.patch.preprocessed import MEMO
+
+    compat = "#pragma once\n#define SCALE 2.0f\n"
+    files = {k: v for k, v in FILES.items() if not k.startswith("csrc/")}
+    files["csrc/compat.h"] = compat
+    files.update({f"csrc/{n}.cu": '#include "compat.h"\n' + KERNEL.format(name=n) for n in UNITS[:2]})
+    env = make_env(tmp_path, git_repo(files))
+    state = checked_out(env)
+    proposals = []
+    for name in UNITS[:2]:
+        p = _proposal(name, GUARDED)
+        old = '#include "compat.h"\n' + KERNEL.format(name=name)
+        p["diff"] = file_diff(f"csrc/{name}.cu", old, old.replace("#include <cuda_runtime.h>\n", GUARDED))
+        proposals.append(p)
+    # a CUDA-visible line in the shared header (a new macro name: allowed): the source text alone cannot
+    # prove it, so its check preprocesses the header and the units that include it, before and after
+    header = _proposal("a", GUARDED)
+    header.update(
+        diff=file_diff("csrc/compat.h", compat, compat + "#define SCALE_TWICE (SCALE * 2.0f)\n"),
+        files=["csrc/compat.h"],
+        rationale="a helper macro",
+    )
+    proposals.append(header)
+    wave = PortState(
+        **{
+            **state.__dict__,
+            "failures": [p["failure"] for p in proposals[:2]],
+            "failure_stage": "build",
+            "proposals": proposals,
+        }
+    )
+    hits = MEMO.hits
+    update = apply_check(wave, env)
+
+    kept = [o.proposal.files for o in update["outcomes"] if o.kept]
+    assert sorted(kept) == [["csrc/a.cu"], ["csrc/b.cu"], ["csrc/compat.h"]], update["outcomes"]
+    header_checks = next(o for o in update["outcomes"] if o.proposal.files == ["csrc/compat.h"]).checks
+    assert any(c.name == "cuda -E identity csrc/compat.h" and c.ok for c in header_checks), header_checks
+    # its three "before" texts (compat.h, a.cu, b.cu) came from the group's round
+    assert MEMO.hits - hits >= 3

@@ -57,7 +57,8 @@ def validate_together(
             (proposals[i], addressed(proposals[i])) for i in members
         ]
         validator = Validator(repo, tools)
-        outcomes = validator.validate_together(group) if members else None
+        later = [p for i, p in candidates if i not in members]  # checked one by one after the group
+        outcomes = validator.validate_together(group, later) if members else None
     if outcomes is None:
         return {}, {}
     env.observer.emit("note", message=f"{len(members)} proposals touch different units: checked together")
