@@ -1,8 +1,8 @@
 """Where commands run: the Sandbox protocol and its backends.
 
 The names below load on first use (PEP 562): `from sandboxes.base import SandboxError` then costs
-only base.py. The Docker backend pulls in the docker SDK and requests (~70 ms of every CLI start),
-which commands that read files only (`rocport runs`, `show`, `diagnose`) never need."""
+only base.py. The Docker backend pulls in the docker SDK and requests (~70 ms of a CLI start), which
+commands that never touch a container (`rocport show`, `diagnose`) do not need."""
 
 from __future__ import annotations
 
