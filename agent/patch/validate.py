@@ -6,6 +6,7 @@ failure is gone. A proposal that fails any check is reverted and returned with t
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
@@ -171,7 +172,7 @@ class Validator:
                 raise
 
     def validate_together(
-        self, group: list[tuple[Proposal, Failure | None]], upcoming: list[Proposal] | None = None
+        self, group: list[tuple[Proposal, Failure | None]], upcoming: Sequence[Proposal] = ()
     ) -> list[PatchOutcome] | None:
         """Proposals that touch different units, applied together and all their units compiled in one
         parallel round (the CUDA -E identity of every member beside it, then that of the `upcoming` ones
@@ -199,7 +200,7 @@ class Validator:
                 if len({u for us in units for u in us}) < sum(map(len, units)):
                     raise PatchError("the patches' units overlap once applied")
                 after = side.submit(lambda: [self.identity.texts(list(b)) for b in seens])
-                ahead = side.submit(self._before_texts, upcoming or [])
+                ahead = side.submit(self._before_texts, upcoming)
                 chosen: list[str] = []
 
                 def nvcc_units() -> list[str]:
@@ -235,7 +236,7 @@ class Validator:
             outcomes.append(self._judged(proposal, failure, checks, mine, hip[own], compiled, True, same))
         return outcomes
 
-    def _before_texts(self, proposals: list[Proposal]) -> None:
+    def _before_texts(self, proposals: Sequence[Proposal]) -> None:
         """The CUDA -E texts that proposals checked after a group read first, made while the group's units
         compile (a core often idles there). The memo answers with them only while their files read the same;
         an error here is met again, and reported, by the check that needs them."""
