@@ -10,8 +10,10 @@ unit compile, load check, launch, bench, git, ...) from the runs' `timing` event
 projected wall time if each full build of the framework took --model-build-minutes (the measured build
 seconds replaced by builds x that; nothing sleeps). Each strategy's runs share one compile cache that
 starts empty, as a user's runs on one machine do (agent.loop.compilers.shared_cache_dir), and one for
-the eval's CUDA scoring builds, as `rocport eval` gives each strategy; with --cold-cache every run starts
-from empty ones.
+the eval's CUDA scoring builds, as `rocport eval` gives each strategy; both strategies' scoring builds
+start from the CUDA build of the task's starting tree, made once before either port and printed apart
+(in neither strategy's wall time; as `rocport eval -s rules -s naive` does). With --cold-cache every run
+starts from empty caches and there is no shared starting-tree build.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent.loop.rundir import RunDir, rocport_home
-from evals.runner import TaskRun, run_task, scoring_cache
+from evals.runner import TaskRun, run_task
+from evals.scoring import baselines, scoring_cache
 from evals.taskdefs import load_task, task_names
 
 PHASES = (
@@ -91,19 +94,32 @@ def measure(
     """Every task under every strategy, one at a time, alternating which strategy goes first; each row
     is appended to `ledger` (JSON lines) as it finishes, so a stopped benchmark still has its pairs.
     Each strategy's runs share a compile cache of their own that starts empty (as on a machine rocport
-    has not built this image's framework on yet), and so do its CUDA scoring builds (evals.runner.Scoring);
-    `cold`: every run starts from empty ones."""
+    has not built this image's framework on yet), and so do its CUDA scoring builds (evals.scoring.Scoring),
+    over the starting tree's CUDA build, made first (evals.scoring.Baselines); `cold`: every run starts from
+    empty ones."""
     rows = []
+    base = baselines(workroot)
     for i, name in enumerate(task_names_):
         task = load_task(name)
         order = strategies if i % 2 == 0 else list(reversed(strategies))
+        if not cold and "cuda_build" in task.success:
+            base.build(task, workroot)
+            print(f"{name}: CUDA build of the starting tree (shared) {base.seconds[name]:.0f}s", flush=True)
         for strategy in order:
             cache = f"{strategy}-{name}" if cold else strategy
             os.environ["ROCPORT_SHARED_COMPILE_CACHE"] = str(workroot / "compile-cache" / cache)
             cpu0 = _cpu_s()
-            run = run_task(task, strategy, workroot, scoring=scoring_cache(workroot, cache))
+            scoring = scoring_cache(workroot, cache, over_baseline=not cold)
+            run = run_task(task, strategy, workroot, scoring=scoring)
             facts = run_facts(run)
-            rows.append({**run.to_dict(), **facts, "host_cpu_s": _cpu_s() - cpu0})
+            rows.append(
+                {
+                    **run.to_dict(),
+                    **facts,
+                    "host_cpu_s": _cpu_s() - cpu0,
+                    "baseline_s": base.seconds.get(name, 0.0),
+                }
+            )
             with ledger.open("a") as fh:
                 fh.write(json.dumps(rows[-1], default=float) + "\n")
             print(
@@ -134,6 +150,11 @@ def totals(rows: list[dict]) -> dict[str, dict]:
         for phase, seconds in r["phases"].items():
             t[f"phase:{phase}"] += seconds
     return out
+
+
+def baseline_seconds(rows: list[dict]) -> float:
+    """The starting trees' CUDA builds: once per task, shared by the strategies, in neither's wall time."""
+    return sum({r["task"]: r.get("baseline_s", 0.0) for r in rows}.values())
 
 
 def projected_wall(t: dict, build_minutes: float) -> float:
@@ -200,6 +221,7 @@ def main() -> int:
             if events is not None and events.exists():
                 r["port_s"] = port_seconds([json.loads(x) for x in events.read_text().splitlines()])
         print(render(totals(paired(rows)), args.model_build_minutes))
+        print(f"CUDA builds of the starting trees (shared, in neither column): {baseline_seconds(rows):.0f}s")
         return 0
     strategies = args.strategy or ["rules", "naive"]
     names = args.tasks or task_names()
@@ -211,6 +233,7 @@ def main() -> int:
     tot = totals(rows)
     print(f"\n{len(names)} task(s) x {len(strategies)} strategies in {time.monotonic() - started:.0f}s")
     print(render(tot, args.model_build_minutes))
+    print(f"CUDA builds of the starting trees (shared, in neither column): {baseline_seconds(rows):.0f}s")
     if args.output:
         args.output.write_text(json.dumps({"rows": rows, "totals": tot}, indent=1, default=float))
     return 0

@@ -7,9 +7,7 @@ port cost: full builds, per-unit compiles, server launches, LLM tokens and wall 
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
 import subprocess
 import time
 from collections.abc import Callable
@@ -18,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evals.scoring import Baselines, Scoring, cuda_build, scoring_cache
 from evals.taskdefs import Task, materialize
 
 STRATEGIES = ("rules", "llm", "rules+llm", "naive")
@@ -74,77 +73,6 @@ def criteria_met(task: Task, state: dict, cuda_build_ok: bool | None) -> dict[st
         "smoke": "serve" in passed and bool(stages.get("serve", {}).get("smoke", True)),
         "bench_valid": "bench" in passed,
     }
-
-
-def cuda_build(
-    task: Task,
-    repo: Path,
-    cuda_cache: Path | None = None,
-    scoring: Scoring | None = None,
-    trusted: bool = False,
-) -> bool | None:
-    """The task's CUDA build on the host with nvcc, on the final work branch (None: no nvcc here). Given
-    the run's kept nvcc cache (RunDir.cuda_cache), it goes through it: units the CUDA checks already compiled
-    in their final state are reused, as a user's CUDA CI would reuse them with ccache. Given `scoring`, the
-    build also reuses what the eval's earlier scoring builds compiled, and adds to it when `trusted` (the
-    run never asked an LLM; see Scoring)."""
-    from agent.profiles import load_profile
-    from sandboxes import LocalSandbox
-    from sandboxes.compile_service import kept_build_prefix
-
-    profile = load_profile(task.profile)
-    if profile.build.cuda is None or not _which("nvcc"):
-        return None
-    if scoring is not None:
-        return scoring.build(repo, profile.build.cuda, profile.build.timeout_s, cuda_cache, trusted)
-    prefix = kept_build_prefix(cuda_cache) if cuda_cache is not None else ""
-    with LocalSandbox(repo) as sb:
-        return sb.run(prefix + profile.build.cuda, timeout=profile.build.timeout_s).ok
-
-
-@dataclass
-class Scoring:
-    """One compile cache for an eval's CUDA scoring builds, per strategy (`shared`): a scoring build
-    compiles only the units whose input differs from every earlier task's, as a CUDA CI with ccache
-    would. Each build works on a copy (a spool next to the task's repo); what it compiled is added to
-    `shared` only when its run never asked an LLM, for the reason the port's own shared cache has
-    (sandboxes/compile_share.py): a build of LLM-written code could plant an object that would pass
-    a later task's build."""
-
-    shared: Path
-    ledger: list[str] = field(default_factory=list)
-    """How each compile of the builds so far was served: `miss`, else the kind of cache hit."""
-
-    def build(self, repo: Path, command: str, timeout: float, kept: Path | None, trusted: bool) -> bool:
-        from sandboxes import LocalSandbox, compile_share
-        from sandboxes.compile_service import write_spool
-
-        spool = repo.parent / "cuda-scoring-spool"
-        shutil.rmtree(spool, ignore_errors=True)
-        prefix = write_spool(spool)
-        compile_share.seed(self.shared, spool / "cache")
-        for cache in sorted(Path(kept).glob(".compile-*/cache")) if kept is not None else []:
-            compile_share.seed(cache, spool / "cache")  # what the run's CUDA checks compiled
-        try:
-            with LocalSandbox(repo) as sb:
-                ok = sb.run(prefix + command, timeout=timeout).ok
-            if trusted:
-                compile_share.publish(spool / "cache", self.shared)
-            with contextlib.suppress(OSError):
-                lines = (spool / "cache" / "ledger").read_text(encoding="utf-8").splitlines()
-                self.ledger.extend(line.split("\t")[0] for line in lines)
-            return ok
-        finally:
-            shutil.rmtree(spool, ignore_errors=True)
-
-
-def scoring_cache(workroot: Path, name: str) -> Scoring:
-    """The scoring cache `name` (a strategy's) of the eval in `workroot`."""
-    return Scoring(workroot / "cuda-scoring" / name.replace("+", "-"))
-
-
-def _which(tool: str) -> bool:
-    return subprocess.run(["bash", "-c", f"command -v {tool}"], capture_output=True).returncode == 0
 
 
 def verdict(task: Task, state: dict, criteria: dict[str, bool]) -> tuple[bool, str]:
@@ -229,15 +157,24 @@ def run_eval(
     jobs: int = 1,
     model: Any = None,
     on_result: Callable[[TaskRun], None] | None = None,
+    baseline: Baselines | None = None,
 ) -> list[TaskRun]:
     """Every task under every strategy, `jobs` at a time; a task that crashes is scored unresolved.
     `on_result` hears of each finished task (the CLI's `[k/N]` lines). Each strategy's CUDA scoring builds
-    share one cache (Scoring), under `workroot`."""
+    share one cache (Scoring), under `workroot`; given `baseline` (evals.scoring.baselines(workroot)), the
+    starting trees are built with CUDA first, once for all strategies, and every scoring build starts from
+    what they compiled."""
 
     def one(pair: tuple[Task, str]) -> TaskRun:
         task, strategy = pair
         try:
-            run = run_task(task, strategy, workroot, model=model, scoring=scoring_cache(workroot, strategy))
+            run = run_task(
+                task,
+                strategy,
+                workroot,
+                model=model,
+                scoring=scoring_cache(workroot, strategy, baseline is not None),
+            )
         except Exception as exc:  # noqa: BLE001 - one task's crash must not end the eval; it is a result
             run = TaskRun(
                 task=task.name,
@@ -251,6 +188,9 @@ def run_eval(
 
     pairs = [(t, s) for s in strategies for t in tasks]
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        if baseline is not None:
+            wanted = [t for t in tasks if "cuda_build" in t.success]
+            list(pool.map(lambda t: baseline.build(t, workroot), wanted))
         return list(pool.map(one, pairs))
 
 

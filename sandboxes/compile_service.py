@@ -200,10 +200,13 @@ class CompileService:
             self._finalizer()
 
 
-def write_spool(spool: Path, python: str = "python3") -> str:
+def write_spool(spool: Path, python: str = "python3", key_by_input: bool = False) -> str:
     """A new folder `spool` holding the worker, the compiler shims and `env.sh`; the `build_prefix` that
     sources it. A build through that prefix caches its compiles in `spool/cache` with no service running
-    (the shims compile in the build's own process tree)."""
+    (the shims compile in the build's own process tree). `key_by_input`: a compile the cache has not
+    seen read these files preprocesses first and is looked up and kept by its preprocessed input (an
+    `-E` per such unit), so a unit whose input only moved line markers is found; else, as a build, it
+    compiles at once and is kept by what it read."""
     (spool / "bin").mkdir(parents=True)
     shutil.copyfile(WORKER, spool / "compile_worker.py")
     (spool / "sandboxes").mkdir()
@@ -216,7 +219,9 @@ def write_spool(spool: Path, python: str = "python3") -> str:
             f'#!/bin/sh\nexec {python} {shlex.quote(str(spool / "compile_worker.py"))} shim {name} "$@"\n'
         )
         shim.chmod(0o755)
-    (spool / "env.sh").write_text(_env_script(spool))
+    (spool / "env.sh").write_text(
+        _env_script(spool) + ("export ROCPORT_COMPILE_KEY=input\n" if key_by_input else "")
+    )
     return _sourcing(spool / "env.sh")
 
 

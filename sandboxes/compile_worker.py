@@ -207,7 +207,10 @@ def shim(name: str, args: list[str]) -> int:
     cache = os.environ.get("ROCPORT_COMPILE_CACHE", "")
     if not cache or split_compile([real, *args]) is None:  # a link, a dependency scan: the compiler itself
         os.execv(real, [real, *args])  # noqa: S606 - become the real compiler, argv as the build gave it
-    result = cached_compile([real, *args], os.getcwd(), cache, timeout=None, depend=True)
+    # a build's compiles go by what they read (-MD, no preprocessor pass); keyed by their preprocessed
+    # input instead, a unit whose input only moved line markers is found (write_spool's key_by_input)
+    depend = os.environ.get("ROCPORT_COMPILE_KEY") != "input"
+    result = cached_compile([real, *args], os.getcwd(), cache, timeout=None, depend=depend)
     sys.stdout.write(result["stdout"])
     sys.stderr.write(result["stderr"])
     returncode: int = result["returncode"]

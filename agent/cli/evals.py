@@ -74,6 +74,7 @@ def eval_(
 ) -> None:
     """Run eval tasks through `rocport port` in real ROCm containers and score them."""
     from evals.runner import STRATEGIES, run_eval, totals
+    from evals.scoring import baselines
 
     bad = [s for s in strategy if s not in STRATEGIES]
     if bad:
@@ -101,10 +102,19 @@ def eval_(
             )
             progress({"event": "phase", "phase": f"{done[0]}/{total} ports"})
 
+    # strategies side by side: each task's starting tree is built with CUDA once, and every strategy's
+    # scoring build starts from it (evals/scoring.py); one strategy alone gains nothing from that
+    baseline = baselines(root) if len(strategy) > 1 else None
     with progress:
-        progress({"event": "phase", "phase": f"0/{total} ports"})
-        runs = run_eval(chosen, list(strategy), root, jobs=jobs, on_result=show)
+        first = " (the starting trees' CUDA builds first)" if baseline else ""
+        progress({"event": "phase", "phase": f"0/{total} ports{first}"})
+        runs = run_eval(chosen, list(strategy), root, jobs=jobs, on_result=show, baseline=baseline)
     console = output_console()
+    if baseline is not None:
+        console.print(
+            f"CUDA builds of the {len(baseline.seconds)} starting tree(s), shared by the strategies and "
+            f"in none of their wall times: {sum(baseline.seconds.values()):.0f}s"
+        )
     console.print(_table(runs, "rocport eval"))
     summary = totals(runs)
     tot = Table(title="totals")

@@ -1,11 +1,13 @@
 """The eval's CUDA scoring builds share one compile cache per strategy: a later task's build compiles
-only what differs, and a run that asked an LLM adds nothing to it (real nvcc, real builds)."""
+only what differs, and a run that asked an LLM adds nothing to it; strategies side by side start from
+one CUDA build of each starting tree (real nvcc, real builds)."""
 
 from pathlib import Path
 
 from agent.loop.compilers import Compilers
 from agent.loop.rundir import RunDir
-from evals.runner import Scoring
+from evals.scoring import Scoring, baselines, cuda_build, scoring_cache
+from evals.taskdefs import load_task, materialize
 
 KERNEL = "__global__ void twice(float* x) { x[threadIdx.x] *= 2.0f; }\n"
 K = "nvcc -arch=sm_90 -O2 -c k.cu -o k.o"
@@ -56,3 +58,39 @@ def test_the_runs_own_cuda_checks_are_reused(nvcc, tmp_path: Path):
     scoring = Scoring(tmp_path / "scoring")
     assert scoring.build(repo, K, 600, rundir.cuda_cache, trusted=True)
     assert scoring.ledger == ["direct"]
+
+
+def test_a_port_that_only_guards_cuda_lines_is_scored_from_the_starting_trees_build(nvcc, tmp_path: Path):
+    """Strategies side by side: the task's starting tree is built with CUDA once (Baselines), and a
+    strategy's scoring build of a tree whose CUDA side only moved (a ROCm branch added around the CUDA
+    headers) compiles nothing; nothing a strategy's build does reaches the starting trees' cache."""
+    task = load_task("cuda_header_activation")
+    base = baselines(tmp_path / "eval")
+    assert base.build(task, tmp_path / "eval") is True
+    assert not (tmp_path / "eval" / f"{task.name}-cuda-baseline").exists()  # its copy is gone
+    entries = sorted(p.name for p in (base.cache / "e").iterdir())
+    assert entries
+    assert base.build(task, tmp_path / "eval") is True and len(base.seconds) == 1  # once per task
+
+    ported = materialize(task, tmp_path / "rules" / "repo")
+    unit = ported / "csrc" / "activation.cu"
+    unit.write_text(
+        unit.read_text().replace(
+            "#include <cuda_runtime.h>\n#include <cuda_bf16.h>\n",
+            "#ifdef USE_ROCM\n#include <hip/hip_runtime.h>\n#include <hip/hip_bf16.h>\n#else\n"
+            "#include <cuda_runtime.h>\n#include <cuda_bf16.h>\n#endif\n",
+        )
+    )
+    scoring = scoring_cache(tmp_path / "eval", "rules", over_baseline=True)
+    assert cuda_build(task, ported, scoring=scoring, trusted=False)
+    assert scoring.ledger and "miss" not in scoring.ledger, scoring.ledger
+    assert sorted(p.name for p in (base.cache / "e").iterdir()) == entries
+
+    broken = materialize(task, tmp_path / "naive" / "repo")  # a unit the starting tree's build never saw
+    (broken / "csrc" / "activation.cu").write_text("this is not CUDA\n")
+    assert (
+        cuda_build(
+            task, broken, scoring=scoring_cache(tmp_path / "eval", "naive", over_baseline=True), trusted=True
+        )
+        is False
+    )
