@@ -23,10 +23,11 @@ import shlex
 import shutil
 import tempfile
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sandboxes.compile_deps import (
     atomic_write,
+    changed_files,
     compiler_identity,
     depfile_deps,
     direct,
@@ -39,13 +40,16 @@ from sandboxes.compile_deps import (
     run_argv,
     written_since,
 )
+from sandboxes.compile_lines import anchors, moved
 
 if TYPE_CHECKING:
     from sandboxes.compile_deps import Result
 
 __all__ = ["cached_compile", "file_digest", "index_compile", "preprocessed_deps", "run_argv", "split_compile"]
 
-_LINE_MARKER = re.compile(rb"^\s*#\s*(?:line\s+)?\d+[^\n]*\n", re.MULTILINE)
+# line markers and blank lines: a preprocessor fills a short gap (a guard's skipped lines) with blank
+# lines instead of a marker, and neither changes the tokens the compiler sees
+_LINE_MARKER = re.compile(rb"^(?:\s*#\s*(?:line\s+)?\d+[^\n]*|[ \t\r\f\v]*)\n", re.MULTILINE)
 _DEBUG = re.compile(r"^-g(\d|gdb|dwarf|line|column|$)")
 # flags whose output a cached entry could not reproduce (dependency files, temps, other outputs)
 _UNCACHEABLE = ("-M", "-E", "-S", "-save-temps", "--save-temps", "-fsyntax-only", "-###", "-v", "--version")
@@ -73,17 +77,22 @@ def _keys(argv: list[str], preprocessed: bytes) -> tuple[str, str]:
 
 
 def _lookup(
-    cache: str, exact: str, loose: str, deps: list[list[str]]
+    cache: str, exact: str, loose: str, deps: list[list[str]], preprocessed: bytes, cwd: str
 ) -> tuple[Result | None, str | None, str]:
+    """The stored compile of this input (`exact`), else of it with other line markers (`loose`): its
+    messages as printed when they still read true, else moved to where their lines are now ("lines
+    moved"; compile_lines.py), else none."""
     for name in (exact, read_text(os.path.join(cache, "l", loose))):
         if not name:
             continue
         meta = read_text(os.path.join(cache, "e", name + ".json"))
         if meta:
             found: Result = json.loads(meta)
-            if name != exact and not messages_still_true(found, deps):
-                continue
-            return found, name, "exact" if name == exact else "line markers only"
+            if name == exact or messages_still_true(found, deps):
+                return found, name, "exact" if name == exact else "line markers only"
+            shifted = moved(found, changed_files(found, deps), preprocessed, cwd)
+            if shifted is not None:
+                return shifted, name, "lines moved"
     return None, None, ""
 
 
@@ -95,11 +104,13 @@ def _store(
     result: Result,
     obj: str,
     deps: list[list[str]] | None = None,
+    lines: list[list[Any]] | None = None,
 ) -> None:
     """Keep a compile's answer (and object). `deps`: what it read; with them a success that printed
     warnings is found by its line-marker-free input too, while its warnings name no changed file.
     A compile killed by a signal (a cancelled warm-up, the OOM killer) is no answer and is kept nowhere:
-    killed after it wrote its dependency file, it was once stored as a failure with no message."""
+    killed after it wrote its dependency file, it was once stored as a failure with no message.
+    `lines`: where its messages point (compile_lines.anchors), so they can follow moved lines."""
     if result["returncode"] < 0:
         return
     os.makedirs(os.path.join(cache, "e"), exist_ok=True)
@@ -113,6 +124,8 @@ def _store(
     meta: dict[str, object] = {k: result[k] for k in ("returncode", "stdout", "stderr")}
     if deps is not None:
         meta["deps"] = deps
+    if lines is not None:
+        meta["anchors"] = lines
     atomic_write(os.path.join(cache, "e", exact + ".json"), json.dumps(meta).encode())
     if loose and _reusable_across_line_markers(meta, argv):
         atomic_write(os.path.join(cache, "l", loose), exact.encode())
@@ -220,6 +233,10 @@ def index_compile(
     pre = run_argv(pre_argv, cwd, timeout, env)
     if pre["returncode"] == 0:
         loose = _keys(key_argv, pre["_raw_stdout"])[1]
+        messages = meta["stdout"] + meta["stderr"]
+        if messages.strip() and "deps" in meta:
+            meta["anchors"] = anchors(messages, pre["_raw_stdout"], cwd, meta["deps"])
+            atomic_write(os.path.join(cache, "e", name + ".json"), json.dumps(meta).encode())
         atomic_write(os.path.join(cache, "l", loose), name.encode())
         atomic_write(marker, loose.encode())
     result["duration_s"] = pre["duration_s"]
@@ -236,7 +253,7 @@ def cached_compile(
     edited: bool = False,
     warmup: bool = False,
 ) -> Result:
-    """Compile through the cache: a result dict with `cached` ('', 'direct', 'exact' or 'line markers
+    """Compile through the cache: a result dict with `cached` ('', 'direct', 'exact', 'lines moved' or 'line markers
     only'). `depend`: a miss compiles at once and records its -MD dependencies (builds), instead of
     keying it by its preprocessed input first (unit checks, whose reuse across patches needs that key).
     `edited`: a unit a patch just edited for this compiler (its ROCm check): no other tree preprocesses
@@ -263,13 +280,19 @@ def cached_compile(
             return {**run_argv(argv, cwd, timeout, env), "cached": ""}
         exact, loose = _keys(key_argv, pre["_raw_stdout"])
         read = preprocessed_deps(pre["_raw_stdout"], cwd)
-        meta, name, how = _lookup(cache, exact, loose, read)
+        meta, name, how = _lookup(cache, exact, loose, read, pre["_raw_stdout"], cwd)
         if meta is not None and name is not None:
+            answer = _reuse(cache, meta, name, how, obj_path, argv, started)
+            if how == "lines moved":  # kept as this input's own, so a direct hit prints these lines
+                _store(cache, exact, loose, key_argv, answer, obj_path, read, meta["anchors"])
+                name = exact
             remember(cache, key_argv, cwd, read, name)
-            return _reuse(cache, meta, name, how, obj_path, argv, started)
+            return answer
         result = run_argv(argv, cwd, timeout, env)
         if not result["timed_out"]:
-            _store(cache, exact, loose, key_argv, result, obj_path, read)
+            messages = result["stdout"] + result["stderr"]
+            lines = anchors(messages, pre["_raw_stdout"], cwd, read) if messages.strip() else None
+            _store(cache, exact, loose, key_argv, result, obj_path, read, lines)
             if read_text(os.path.join(cache, "e", exact + ".json")):
                 remember(cache, key_argv, cwd, read, exact)
             _note(cache, "", argv)

@@ -213,8 +213,12 @@ def messages_still_true(found: Result, deps: list[list[str]]) -> bool:
         return True
     if "deps" not in found:
         return False
+    return not any(n in text or os.path.basename(n) in text for n in changed_files(found, deps))
+
+
+def changed_files(found: Result, deps: list[list[str]]) -> set[str]:
+    """The files (normalized names) a stored compile read that read otherwise in `deps`, or not at all."""
     # a dependency file and line markers may spell one header differently (`rocprim/device/../detail`)
-    old: dict[str, str] = {os.path.normpath(str(n)): str(d) for n, d in found["deps"]}
+    old: dict[str, str] = {os.path.normpath(str(n)): str(d) for n, d in found.get("deps", [])}
     new: dict[str, str] = {os.path.normpath(str(n)): str(d) for n, d in deps}
-    changed = {n for n in old.keys() | new.keys() if old.get(n) != new.get(n)}
-    return not any(n in text or os.path.basename(n) in text for n in changed)
+    return {n for n in old.keys() | new.keys() if old.get(n) != new.get(n)}

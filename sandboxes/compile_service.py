@@ -30,7 +30,7 @@ from sandboxes.base import CommandResult, Sandbox, SandboxError, Service
 from sandboxes.compile_deps import CANCEL_WARMUPS, PROMOTE_WARMUPS
 
 WORKER = Path(__file__).with_name("compile_worker.py")
-SHIPPED = ("compile_cache.py", "compile_deps.py")
+SHIPPED = ("compile_cache.py", "compile_deps.py", "compile_lines.py")
 """What the worker imports, copied to SPOOL/sandboxes/ (its own package there, shadowing any other)."""
 SHIMMED = ("hipcc", "nvcc")
 """Compilers a build finds on PATH through the cache (others, and links, run as they are)."""

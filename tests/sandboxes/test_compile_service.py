@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -78,12 +79,13 @@ WARNS = '#include "common.h"\nint unused_result(int x) { int y; return SCALE * x
 WALL = "cc -O2 -Wall -Iinc -c {src} -o {out}"
 
 
-def test_a_compile_with_warnings_is_reused_while_its_warnings_name_no_changed_file(
+def test_a_compile_with_warnings_is_reused_and_its_warnings_follow_their_lines(
     service: CompileService, repo: Path, tmp_path: Path
 ):
     """A unit that compiles with a warning (e.g. a deprecated cub type) is reused when a header patch only
-    moves line markers, with its warning as printed; once the file the warning names changes, the line
-    numbers in the stored warning could be stale, so it compiles again."""
+    moves line markers, with its warning as printed; when a guard moves the warned line itself, it is
+    reused with the warning's numbers moved, exactly as a fresh compile prints it; when the warned
+    source line reads otherwise (even to the same preprocessed text), it compiles again."""
     (repo / "w.c").write_text(WARNS)
     built = service.submit(WALL.format(src="w.c", out=tmp_path / "w.o"), mode="edited")  # a patched unit
     first = service.wait(built, "w.c", 60)
@@ -93,11 +95,23 @@ def test_a_compile_with_warnings_is_reused_while_its_warnings_name_no_changed_fi
     (repo / "inc" / "common.h").write_text("#ifdef USE_ROCM\n#define WARP 64\n#endif\n" + HEADER)
     again = service.run(WALL.format(src="w.c", out=tmp_path / "again.o"))
     assert again.ok and again.output == first.output
-    (repo / "w.c").write_text("// moved down a line\n" + WARNS)
+    (repo / "w.c").write_text("#ifdef USE_ROCM\n#define WARP 64\n#endif\n" + WARNS)
     moved = service.run(WALL.format(src="w.c", out=tmp_path / "moved.o"))
-    assert moved.ok and "w.c:3:" in moved.output  # the fresh compile's line, not the stored one
+    assert moved.ok and "w.c:5:" in moved.output and moved.output == _fresh(repo, WALL, tmp_path)
+    assert service.run(WALL.format(src="w.c", out=tmp_path / "direct.o")).output == moved.output
+    (repo / "w.c").write_text("#define TWICE SCALE * x\n" + WARNS.replace("SCALE * x", "TWICE"))
+    respelled = service.run(WALL.format(src="w.c", out=tmp_path / "respelled.o"))
+    assert respelled.ok and "TWICE" in respelled.output  # the source line as it reads now
     ledger = [line.split("\t")[0] for line in (service.cache_dir / "ledger").read_text().splitlines()]
-    assert ledger == ["miss", "line markers only", "miss"]
+    assert ledger == ["miss", "line markers only", "lines moved", "direct", "miss"]
+
+
+def _fresh(repo: Path, command: str, tmp_path: Path) -> str:
+    """What the compiler itself prints for the unit as it is now (no cache)."""
+    proc = subprocess.run(
+        command.format(src="w.c", out=tmp_path / "fresh.o"), shell=True, cwd=repo, capture_output=True, text=True
+    )
+    return proc.stdout + proc.stderr
 
 
 def test_shell_commands_run_without_the_cache(service: CompileService, repo: Path):
