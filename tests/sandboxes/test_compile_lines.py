@@ -35,7 +35,7 @@ def test_nvcc_warnings_follow_a_guard_that_moved_their_lines(nvcc, tmp_path: Pat
         finally:
             service.close()
     fresh = subprocess.run(
-        NVCC.format(out=tmp_path / "fresh.o"), shell=True, cwd=repo, capture_output=True, text=True
+        NVCC.format(out=tmp_path / "fresh.o").split(), cwd=repo, capture_output=True, text=True
     )
     assert ledger == ["miss", "lines moved"]
     assert moved.ok and "k.cu(6): warning" in moved.output and "at line 9" in moved.output

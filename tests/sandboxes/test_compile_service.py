@@ -109,7 +109,10 @@ def test_a_compile_with_warnings_is_reused_and_its_warnings_follow_their_lines(
 def _fresh(repo: Path, command: str, tmp_path: Path) -> str:
     """What the compiler itself prints for the unit as it is now (no cache)."""
     proc = subprocess.run(
-        command.format(src="w.c", out=tmp_path / "fresh.o"), shell=True, cwd=repo, capture_output=True, text=True
+        command.format(src="w.c", out=tmp_path / "fresh.o").split(),
+        cwd=repo,
+        capture_output=True,
+        text=True,
     )
     return proc.stdout + proc.stderr
 
