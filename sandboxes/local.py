@@ -100,8 +100,12 @@ class LocalSandbox:
         if not path.is_dir():
             raise SandboxError(f"workdir {path} does not exist: create it or pass an existing repo checkout")
         self.workdir = str(path)
-        self.base_env = {**sandbox_environ(), **(env or {})}
         self._tmp = tempfile.TemporaryDirectory(prefix="rocport-local-")
+        # the commands' own temporary files go with the sandbox: ROCm 5.2's hipcc leaves two empty
+        # folders in $TMPDIR per compile, thousands over a day of builds on a shared /tmp
+        scratch = Path(self._tmp.name, "tmp")
+        scratch.mkdir()
+        self.base_env = {**sandbox_environ(), "TMPDIR": str(scratch), **(env or {})}
         self.logdir = Path(logdir) if logdir else Path(self._tmp.name)
         self.logdir.mkdir(parents=True, exist_ok=True)
         self._services: list[LocalService] = []

@@ -138,3 +138,23 @@ def test_server_of_a_killed_owner_stops_by_itself(tmp_path):
     while time.monotonic() < deadline and (_alive(server) or _alive(escaped)):
         time.sleep(0.2)
     assert not _alive(server) and not _alive(escaped), "the killed owner's server is still running"
+
+
+def test_a_host_hipcc_build_leaves_nothing_in_the_shared_temp_folder(hipcc, tmp_path):
+    """ROCm 5.2's hipcc leaves two empty folders in $TMPDIR per compile; the sandbox's commands get a
+    temporary folder of their own, removed with it, so a day of builds does not fill /tmp."""
+    import tempfile
+    import uuid
+
+    stem = f"leakcheck_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{stem}.hip").write_text(
+        "#include <hip/hip_runtime.h>\n__global__ void k(float* x) { x[threadIdx.x] = 1.0f; }\n"
+    )
+    with LocalSandbox(tmp_path, env={"HIP_PLATFORM": "amd"}) as sb:
+        r = sb.run(f"hipcc --offload-arch=gfx90a -c {stem}.hip -o k.o", timeout=300)
+        assert r.ok, r.output
+        scratch = sb.base_env["TMPDIR"]
+        assert Path(scratch).is_dir() and not Path(scratch).is_relative_to(tmp_path)
+    assert (tmp_path / "k.o").exists()
+    assert not list(Path(tempfile.gettempdir()).glob(f"{stem}*")), "hipcc's leftovers in the shared /tmp"
+    assert not Path(scratch).exists()
