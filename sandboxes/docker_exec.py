@@ -29,6 +29,13 @@ _KILL_MARKED = (
     'for d in /proc/[0-9]*; do grep -qsxz "ROCPORT_COMMAND=$1" "$d/environ" '
     '&& kill -9 "${d#/proc/}" 2>/dev/null; done; exit 0'
 )
+# TERM a process group, wait up to $2 ticks of 50 ms for its leader ($1) to end (gone, or a zombie its
+# parent has yet to reap), then KILL what is left of the group: a service's whole stop in one exec.
+_END_GROUP = (
+    'kill -s TERM -- "-$1" 2>/dev/null; i=0; while [ "$i" -lt "$2" ] && [ -d "/proc/$1" ] '
+    '&& [ "$(sed "s/.*) //;s/ .*//" "/proc/$1/stat" 2>/dev/null)" != Z ]; do sleep 0.05; i=$((i + 1)); done; '
+    'kill -s KILL -- "-$1" 2>/dev/null; exit 0'
+)
 # `timeout 0` never fires; it is here for its process group and for forwarding TERM to the group.
 # The pid file appears whole (written aside, then renamed): a reader never sees it created but empty.
 _SPAWN = 'timeout 0 bash -c "$1" >>"$2" 2>&1 </dev/null & echo $! >"$3.tmp" && mv "$3.tmp" "$3"; wait $!'
@@ -79,6 +86,24 @@ class ExecRunner:
             return
         exec_id = self._start(["sh", "-c", f"kill -s {sig} -- -{pid} 2>/dev/null"], "/", {})
         self._wait(exec_id, time.monotonic() + 10)
+
+    def end_group(self, pid_file: Path, grace_s: float) -> None:
+        """TERM the process group whose leader's pid is in pid_file, KILL what is left once the leader
+        ended or grace_s passed: one exec (a TERM exec, polls from the host, then a KILL exec took ~0.2 s
+        for a service that stops at once; this takes one exec's time)."""
+        try:
+            pid = int(pid_file.read_text().strip())
+        except (OSError, ValueError):
+            return
+        ticks = str(max(0, round(grace_s / 0.05)))
+        self._wait(
+            self._start(["sh", "-c", _END_GROUP, "rocport", str(pid), ticks], "/", {}),
+            time.monotonic() + grace_s + 10,
+        )
+
+    def wait(self, exec_id: str, timeout: float) -> bool:
+        """Whether the exec ended within timeout seconds."""
+        return self._wait(exec_id, time.monotonic() + timeout)
 
     def run(self, cmd: str, *, cwd: str, env: dict[str, str], timeout: float) -> CommandResult:
         """Run `cmd` with bash; a result even on failure or timeout."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shlex
-import time
 from pathlib import Path
 
 from sandboxes.docker_exec import ExecRunner
@@ -64,12 +63,10 @@ class DockerService:
     def stop(self, grace_s: float = 10.0) -> int | None:
         """TERM the service's process group, KILL it after grace_s; returns the exit code when known."""
         if self.alive():
-            self._runner.signal_group(self._pid_file, "TERM")
-            deadline = time.monotonic() + grace_s
-            while self.alive() and time.monotonic() < deadline:
-                time.sleep(0.05)
-        # Even a leader that exited may have left children in its group.
-        self._runner.signal_group(self._pid_file, "KILL")
+            self._runner.end_group(self._pid_file, grace_s)
+            self._runner.wait(self._exec_id, 5)  # its shell exits once it has reaped the leader
+        else:  # even a leader that exited may have left children in its group
+            self._runner.signal_group(self._pid_file, "KILL")
         self._pid_file.unlink(missing_ok=True)
         return self._runner.inspect(self._exec_id).get("ExitCode")
 

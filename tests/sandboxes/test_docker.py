@@ -133,6 +133,26 @@ def test_service_in_a_networkless_container_is_checked_from_inside(sandbox, repo
     assert "GET /index.html" in service.logs()
 
 
+def test_a_service_that_ignores_term_is_killed_after_its_grace_with_its_children(sandbox, repo):
+    """stop() TERMs the service's group, waits for its leader up to the grace, then KILLs the group:
+    one that ignores TERM ends after the grace, a child it started with it; one that obeys ends at once."""
+    stubborn = sandbox.start("trap '' TERM; sleep 300 & echo $! > child.pid; wait", name="stubborn")
+    deadline = time.monotonic() + 10
+    while not (repo / "child.pid").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    child = (repo / "child.pid").read_text().strip()
+    started = time.monotonic()
+    stubborn.stop(grace_s=1)
+    waited = time.monotonic() - started
+    assert not stubborn.alive() and 1 <= waited < 8, waited
+    assert sandbox.run(f"test -d /proc/{child}").returncode != 0  # the child went with the group
+    obedient = sandbox.start("sleep 300", name="obedient")
+    time.sleep(0.2)
+    started = time.monotonic()
+    obedient.stop(grace_s=5)
+    assert not obedient.alive() and time.monotonic() - started < 5
+
+
 def test_service_with_host_network_is_reachable_from_the_host(rocm_image, repo):
     import urllib.request
 
