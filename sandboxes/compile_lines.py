@@ -62,8 +62,17 @@ def _refs(text: str) -> Iterator[tuple[re.Match[str], str, int]]:
         yield m, name, int(m.group("paren") or m.group("colon") or m.group("at"))
 
 
+def _inside(cwd: str, name: str) -> str | None:
+    """The real path of `name` when it is inside the work tree `cwd` (only those files change during a
+    run); None for one outside it, a link out of it included (a marker may name any file on the machine)."""
+    path = os.path.realpath(name if os.path.isabs(name) else os.path.join(cwd, name))
+    return path if path.startswith(os.path.realpath(cwd) + os.sep) else None
+
+
 def _source_line(cwd: str, name: str, line: int) -> str | None:
-    path = name if os.path.isabs(name) else os.path.join(cwd, name)
+    path = _inside(cwd, name)
+    if path is None:
+        return None
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
             for number, text in enumerate(fh, 1):
@@ -75,16 +84,22 @@ def _source_line(cwd: str, name: str, line: int) -> str | None:
 
 
 def anchors(messages: str, preprocessed: bytes, cwd: str, deps: list[list[str]]) -> list[list[Any]] | None:
-    """[file, line, marker-free line, source text] for each line `messages` name in a file the compile
-    read; None when one cannot be anchored (then the messages can never be moved)."""
+    """[file, line, marker-free line, source text] for each line `messages` name in a work-tree file the
+    compile read (a system header's lines do not move during a run); None when one cannot be anchored
+    (then the messages can never be moved)."""
     read = {os.path.normpath(str(n)) for n, _ in deps}
-    wanted = {(os.path.normpath(f), n): f for _, f, n in _refs(messages) if os.path.normpath(f) in read}
+    wanted = {
+        (os.path.normpath(f), n): f
+        for _, f, n in _refs(messages)
+        if os.path.normpath(f) in read and _inside(cwd, f) is not None
+    }
     found: dict[tuple[str, int], int] = {}
-    if wanted:
-        for index, name, line in _origins(preprocessed):
-            key = (os.path.normpath(name), line)
-            if key in wanted and key not in found:
-                found[key] = index
+    for index, name, line in _origins(preprocessed) if wanted else ():
+        key = (os.path.normpath(name), line)
+        if key in wanted and key not in found:
+            found[key] = index
+            if len(found) == len(wanted):
+                break  # the rest of a megabyte-long text is not read
     out = []
     for key, spelled in wanted.items():
         source = _source_line(cwd, spelled, key[1])
@@ -99,7 +114,15 @@ def moved(found: dict[str, Any], changed: set[str], preprocessed: bytes, cwd: st
     where their source lines are now, and its anchors with them; None when any cannot be moved."""
     if found.get("anchors") is None:
         return None
-    now = {index: (os.path.normpath(name), line) for index, name, line in _origins(preprocessed)}
+    needed = {
+        index for spelled, _, index, _ in found["anchors"] if _touched(os.path.normpath(spelled), changed)
+    }
+    now: dict[int, tuple[str, int]] = {}
+    for index, name, line in _origins(preprocessed) if needed else ():
+        if index in needed:
+            now[index] = (os.path.normpath(name), line)
+            if len(now) == len(needed):
+                break
     moves: dict[tuple[str, int], int] = {}
     for spelled, line, index, source in found["anchors"]:
         name = os.path.normpath(spelled)
