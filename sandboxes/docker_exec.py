@@ -80,9 +80,8 @@ class ExecRunner:
 
     def signal_group(self, pid_file: Path, sig: str) -> None:
         """Send `sig` to the process group whose leader's pid is in pid_file (no-op when it never started)."""
-        try:
-            pid = int(pid_file.read_text().strip())
-        except (OSError, ValueError):
+        pid = group_leader(pid_file)
+        if pid is None:
             return
         exec_id = self._start(["sh", "-c", f"kill -s {sig} -- -{pid} 2>/dev/null"], "/", {})
         self._wait(exec_id, time.monotonic() + 10)
@@ -91,9 +90,8 @@ class ExecRunner:
         """TERM the process group whose leader's pid is in pid_file, KILL what is left once the leader
         ended or grace_s passed: one exec (a TERM exec, polls from the host, then a KILL exec took ~0.2 s
         for a service that stops at once; this takes one exec's time)."""
-        try:
-            pid = int(pid_file.read_text().strip())
-        except (OSError, ValueError):
+        pid = group_leader(pid_file)
+        if pid is None:
             return
         ticks = str(max(0, round(grace_s / 0.05)))
         self._wait(
@@ -154,3 +152,11 @@ class ExecRunner:
         while not pid_file.exists() and time.monotonic() < deadline:
             time.sleep(0.01)  # the pid file is how stop() finds the group
         return exec_id, pid_file
+
+
+def group_leader(pid_file: Path) -> int | None:
+    """The pid of a process group's leader from its pid file; None when it never started."""
+    try:
+        return int(pid_file.read_text().strip())
+    except (OSError, ValueError):
+        return None

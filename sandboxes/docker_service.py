@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from sandboxes.docker_exec import ExecRunner
+from sandboxes.docker_exec import ExecRunner, group_leader
 from sandboxes.local import _read_capped
 
 # Runs inside the container when it has no network the host could reach: stdlib only.
@@ -44,10 +44,7 @@ class DockerService:
 
     def pid(self) -> int | None:
         """The pid of the service's process group leader inside the container."""
-        try:
-            return int(self._pid_file.read_text().strip())
-        except (OSError, ValueError):
-            return None
+        return group_leader(self._pid_file)
 
     def alive(self) -> bool:
         return self._runner.running(self._exec_id)
