@@ -11,9 +11,11 @@ at the end (shared_cache_dir, RunDir.llm_consulted; sandboxes/compile_share.py).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,8 @@ from sandboxes.local import LocalSandbox
 @dataclass
 class Compilers:
     """hipcc's service (in the run's sandbox, started at once) and nvcc's (on the host, started by the
-    first CUDA check: a run with no kernel patch never starts it); None where unavailable."""
+    first CUDA check, or ahead of it by `prepare_cuda`: a run with no kernel patch never starts it); None
+    where unavailable."""
 
     hip: CompileService | None = None
     repo: Path | None = None
@@ -39,6 +42,8 @@ class Compilers:
     _cuda: CompileService | None = None
     _cuda_box: Sandbox | None = None
     _cuda_tried: bool = False
+    _cuda_ahead: threading.Thread | None = None
+    _ahead_error: Exception | None = None
 
     @classmethod
     def start(
@@ -65,28 +70,60 @@ class Compilers:
         self._start_cuda()
         return self._cuda
 
+    def prepare_cuda(self) -> None:
+        """Start nvcc's service now, on a thread of its own (kernel patches are coming: the first wave's
+        unit compiles run meanwhile), so the first CUDA check finds it ready instead of waiting for its
+        start-up (a process, a spool, a poll: ~0.1-0.3 s)."""
+        if self._cuda_tried or self._cuda_ahead is not None or self.repo is None:
+            return
+        self._cuda_ahead = threading.Thread(target=self._start_ahead, daemon=True)
+        self._cuda_ahead.start()
+
+    def _start_ahead(self) -> None:
+        try:
+            self._start_cuda_now(False)
+        except Exception as exc:  # noqa: BLE001 - handed to the thread that waits for it (_start_cuda)
+            self._ahead_error = exc
+
     def _start_cuda(self) -> None:
+        ahead, self._cuda_ahead = self._cuda_ahead, None
+        if ahead is not None:  # started ahead: wait for it, then say here what could not start
+            ahead.join()
+            error, self._ahead_error = self._ahead_error, None
+            if error is not None:
+                raise error
+            if self._cuda is None and self._cuda_box is not None and self.notes:
+                self._tell(self.notes[-1])
+            return
+        if not self._cuda_tried:
+            self._start_cuda_now(True)
+
+    def _start_cuda_now(self, tell: bool) -> None:
         if self._cuda_tried or self.repo is None:
             return
         self._cuda_tried = True
         if shutil.which("nvcc") is not None:
             kept = self.rundir.cuda_cache if self.rundir is not None else None
             self._cuda_box = LocalSandbox(self.repo, logdir=kept)
-            self._cuda = self._start(self._cuda_box, "nvcc", self.rundir)
+            self._cuda = self._start(self._cuda_box, "nvcc", self.rundir, tell=tell)
 
     def _start(
-        self, box: Sandbox, what: str, rundir: Any, shared: Path | None = None
+        self, box: Sandbox, what: str, rundir: Any, shared: Path | None = None, tell: bool = True
     ) -> CompileService | None:
         try:
             service = CompileService.start(box, shared=shared)
         except (RuntimeError, OSError) as exc:
             self.notes.append(f"{what} unit compiles run one command each: {exc}")
-            if self.observer is not None:
-                self.observer.emit("note", message=self.notes[-1])
+            if tell:
+                self._tell(self.notes[-1])
             return None
         if rundir is not None:
             service.on_result = _logger(rundir, what)
         return service
+
+    def _tell(self, note: str) -> None:
+        if self.observer is not None:
+            self.observer.emit("note", message=note)
 
     def build_prefix(self) -> str:
         """What a full ROCm build command is prefixed with to compile through the shared cache; the
@@ -116,6 +153,9 @@ class Compilers:
     def close(self, *, publish: bool = False) -> None:
         """End the services; `publish`: add hipcc's compiles to the shared cache (a run whose sandbox ran
         nothing an LLM proposed: see RunDir.llm_consulted)."""
+        if self._cuda_ahead is not None:  # a start under way ends with the rest, not after them
+            with contextlib.suppress(Exception):  # a start that failed left nothing to end
+                self._start_cuda()
         for service in (self.hip, self._cuda):
             if service is not None:
                 try:

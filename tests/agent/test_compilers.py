@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 from agent.loop.compilers import Compilers
@@ -50,3 +52,37 @@ def test_a_run_whose_cuda_checks_only_preprocessed_leaves_no_cache_in_the_way(nv
     assert compilers.cuda is not None and compilers.cuda.run("nvcc -arch=sm_90 -E k.cu").ok
     compilers.close()
     assert list(rundir.cuda_cache.glob(".compile-*/env.sh")) and kept_build_prefix(rundir.cuda_cache) == ""
+
+
+def _workers_over(folder: Path) -> list[str]:
+    """Live processes whose command line names `folder` (a compile service's worker over its spool)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = (Path("/proc") / pid / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if str(folder) in cmdline and "compile_worker.py" in cmdline:
+            found.append(cmdline)
+    return found
+
+
+def test_nvccs_service_started_ahead_is_the_one_the_first_check_uses(nvcc, tmp_path: Path):
+    _, rundir, compilers = _run(tmp_path, "run-4")
+    compilers.prepare_cuda()  # returns at once; the first CUDA check waits for it, if at all
+    service = compilers.cuda
+    assert service is not None and service.alive()
+    assert service.run(UNIT.format(out=tmp_path / "check.o")).ok
+    assert compilers.cuda is service and len(list(rundir.cuda_cache.glob(".compile-*"))) == 1
+    compilers.close()
+    assert not service.alive() and _workers_over(rundir.cuda_cache) == []
+
+
+def test_a_run_that_ends_while_nvccs_service_starts_leaves_no_service_behind(nvcc, tmp_path: Path):
+    _, rundir, compilers = _run(tmp_path, "run-5")
+    compilers.prepare_cuda()
+    compilers.close()  # at once: the start under way is waited for and its service ended with the rest
+    deadline = time.monotonic() + 3  # a start left running would bring its worker up within ~0.3 s
+    while time.monotonic() < deadline:
+        assert _workers_over(rundir.cuda_cache) == []
+        time.sleep(0.05)

@@ -75,6 +75,7 @@ def first_wave(state: PortState, env: RunEnv) -> dict:
         message=f"the scan flags {len(units)} unit(s): compiling them alone before the first full build",
     )
     warm_up(env, repo, units)
+    env.compilers().prepare_cuda()  # the patches' CUDA checks come next: nvcc's service starts meanwhile
     counters = dict(state.counters)
     failures = [
         f
