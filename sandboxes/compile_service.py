@@ -35,6 +35,9 @@ SHIPPED = ("compile_cache.py", "compile_deps.py", "compile_lines.py")
 SHIMMED = ("hipcc", "nvcc")
 """Compilers a build finds on PATH through the cache (others, and links, run as they are)."""
 POLL_S = 0.02
+ALIVE_S = 0.25
+"""How often a wait asks whether the service still runs: in a container that is a Docker API call, which
+at every poll would cost the daemon and this process a request 50 times a second during a compile."""
 
 
 @dataclass
@@ -157,11 +160,14 @@ class CompileService:
         path = self.spool / "res" / f"{rid}.json"
         started = time.monotonic()
         deadline = started + timeout + 30  # the worker enforces `timeout`; this is the service's own
+        checked = started  # whether the service still runs is asked every ALIVE_S, not every poll
         while not path.exists():
-            if time.monotonic() > deadline or not self.service.alive():
-                self.stats.wait_s += time.monotonic() - started
+            now = time.monotonic()
+            if now > deadline or (now - checked >= ALIVE_S and not self.service.alive()):
+                self.stats.wait_s += now - started
                 why = "the compile service died" if not self.service.alive() else "no answer in time"
-                return CommandResult(cmd, 124, "", f"rocport: {why}\n", time.monotonic() - started, True)
+                return CommandResult(cmd, 124, "", f"rocport: {why}\n", now - started, True)
+            checked = checked if now - checked < ALIVE_S else now
             time.sleep(POLL_S)
         answer: dict[str, Any] = json.loads(path.read_text())
         path.unlink()

@@ -123,6 +123,20 @@ def test_shell_commands_run_without_the_cache(service: CompileService, repo: Pat
     assert service.stats.cache_hits == 0
 
 
+def test_a_wait_on_a_service_that_died_ends_at_once_with_why(service: CompileService):
+    """The service's liveness is asked a few times a second, not at every poll: a worker killed while a
+    compile runs still ends the wait within about that, not at the request's timeout."""
+    import signal
+
+    rid = service.submit("sleep 30", timeout=60)
+    time.sleep(0.3)  # taken and running
+    os.kill(int((service.spool / "ready").read_text()), signal.SIGKILL)
+    started = time.monotonic()
+    result = service.wait(rid, "sleep 30", timeout=60)
+    assert result.returncode == 124 and "the compile service died" in result.stderr
+    assert time.monotonic() - started < 5
+
+
 def test_service_sees_only_the_sandbox_allow_list(repo: Path, monkeypatch):
     monkeypatch.setenv("ROCPORT_TEST_GITHUB_TOKEN", "canary-7f3a")
     monkeypatch.setenv("HIP_VISIBLE_DEVICES", "0")
