@@ -1,11 +1,12 @@
 """What `rocport scan` prints: tables, JSON, SARIF and notes. No typer here (a plain scan starts
 without it, see scan_argv.py); rich is imported only for what it draws: the tables, and notes on a
 terminal's stderr. A scan that writes JSON or SARIF with stderr not a terminal (CI, scripts, a bench)
-prints its notes as plain lines, one per note."""
+prints its notes as plain lines, one per note. The table is for a terminal: piped, or written with
+--output, the same report is one line per finding (`file:line: kind construct [fix family]`, as a
+compiler prints its diagnostics), so a path is never folded across lines and `grep` finds it whole."""
 
 from __future__ import annotations
 
-import io
 import json
 import sys
 from collections import Counter
@@ -145,7 +146,7 @@ def emit(report: ScanReport, fmt: str, output: Path | None, statistics: bool) ->
         Console().print(_statistics(report))
         _summary(report)
         return
-    if fmt == "table" and output is None:
+    if fmt == "table" and output is None and sys.stdout is not None and sys.stdout.isatty():
         from rich.console import Console
 
         Console().print(_table(report))
@@ -153,7 +154,7 @@ def emit(report: ScanReport, fmt: str, output: Path | None, statistics: bool) ->
             Console().print(_not_built_table(report))
         _summary(report)
         return
-    text = _render(report, fmt) if fmt != "table" else _plain_table(report)
+    text = _render(report, fmt) if fmt != "table" else _lines(report)
     if output is None:
         echo(text)
     else:
@@ -162,9 +163,21 @@ def emit(report: ScanReport, fmt: str, output: Path | None, statistics: bool) ->
     _summary(report)
 
 
-def _plain_table(report: ScanReport) -> str:
-    from rich.console import Console
-
-    console = Console(record=True, width=160, file=io.StringIO())
-    console.print(_table(report))
-    return console.export_text()
+def _lines(report: ScanReport) -> str:
+    """The table's report off a terminal: a title, one line per finding, then one per file the ROCm
+    build leaves out."""
+    out = [f"rocport scan: {len(report.findings)} finding(s) in {report.files_scanned} file(s)"]
+    for f in report.findings:
+        count = f.facts.get("occurrences")
+        construct = f"{f.symbol} (x{count})" if count and count > 1 else f.symbol or ""
+        family = f.facts.get("fix_family", "")
+        out.append(f"{f.file}:{f.line}: {f.kind} {construct}".rstrip() + (f" [{family}]" if family else ""))
+    if report.not_built:
+        out.append(f"not in the ROCm build: {len(report.not_built)} file(s) with findings")
+    for entry in report.not_built:
+        counts = ", ".join(f"{n} {k}" for k, n in sorted(entry.kinds.items()))
+        needs = (
+            f"needs a port of {', '.join(entry.blockers)}" if entry.blockers else "renames and guards only"
+        )
+        out.append(f"{entry.path}: {counts}; {needs}")
+    return "\n".join(out)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -178,3 +179,72 @@ def test_notes_on_a_piped_stderr_are_whole_lines(tmp_path):
     proc = rocport("scan", str(root), "--format", "json", "--output", str(out))
     assert proc.returncode == 1, proc.stderr
     assert f"wrote 4 finding(s) to {out}" in proc.stderr.splitlines()
+
+
+def test_piped_output_is_one_whole_line_per_finding(tmp_path):
+    """Off a terminal (a pipe, a CI log) the table would fold long paths at 80 columns: the report is
+    then one line per finding, `file:line: kind construct [fix family]`, each path whole."""
+    deep = "srt/layers/" + "very_long_directory_name/" * 4 + "m.py"
+    root = write(tmp_path / "repo", {**TREE, deep: TREE["srt/layers/m.py"]})
+    proc = rocport("scan", str(root))
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "rocport scan: 5 finding(s) in 3 file(s)",
+        "csrc/k.cu:1: cuda_header cuda_bf16.h [guard_cuda_headers]",
+        "csrc/k.cu:5: warp_intrinsic __shfl_xor_sync [warp_compat]",
+        "csrc/k.cu:6: warp_size % 32 [warp_size_source]",
+        "srt/layers/m.py:2: cuda_only_dep deep_gemm [platform_guarded_import]",
+        f"{deep}:2: cuda_only_dep deep_gemm [platform_guarded_import]",
+    ]
+    written = tmp_path / "scan.txt"
+    assert rocport("scan", str(root), "--output", str(written)).returncode == 1
+    assert written.read_text().splitlines() == proc.stdout.splitlines()
+
+
+def test_piped_output_lists_the_files_the_rocm_build_leaves_out(tmp_path):
+    from tests.tools.scan.test_rocm_build import CMAKE, COMPAT, LANES, profile_file
+
+    repo = write(
+        tmp_path / "repo",
+        {
+            "CMakeLists.txt": CMAKE,
+            "csrc/compat.h": COMPAT,
+            "csrc/lanes.cu": LANES,
+            "csrc/common.cu": "#include <cuda_bf16.h>\n__global__ void k() {}\n",
+            "csrc/cutlass_gemm.cu": '#include "cutlass/gemm/device/gemm.h"\n#include "cute/tensor.hpp"\n',
+        },
+    )
+    profile = profile_file(tmp_path)
+    proc = rocport("scan", str(repo / "csrc"), "--profile", str(tmp_path / "profile.yaml"))
+    assert profile.rocm_sources is not None and proc.returncode == 1, proc.stderr
+    assert proc.stdout.splitlines()[1:] == [
+        "common.cu:1: cuda_header cuda_bf16.h [guard_cuda_headers]",
+        "not in the ROCm build: 1 file(s) with findings",
+        "cutlass_gemm.cu: 2 cuda_only_dep; needs a port of CUTLASS, CuTe",
+    ]
+
+
+def test_a_terminal_gets_the_table(tmp_path):
+    import os
+    import pty
+
+    root = write(tmp_path / "repo", TREE)
+    exe = shutil.which("rocport")
+    cmd = [exe] if exe else [sys.executable, "-c", "from agent.cli import main; main()"]
+    leader, follower = pty.openpty()
+    env = {**os.environ, "COLUMNS": "160"}
+    proc = subprocess.Popen([*cmd, "scan", str(root)], stdout=follower, stderr=follower, env=env)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the terminal closed: the scan exited
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    assert proc.wait(timeout=120) == 1
+    screen = re.sub(r"\x1b\[[0-9;]*m", "", b"".join(chunks).decode("utf-8", "replace"))  # colours off
+    assert "┃ kind" in screen and "fix family" in screen and "csrc/k.cu:1" in screen
