@@ -77,20 +77,21 @@ def test_setup_py_reader(tmp_path):
     assert setup_py_sources(tmp_path, "kernel/setup_rocm.py") == {"kernel/csrc/a.cu", "kernel/csrc/b.cpp"}
 
 
+BUILD_TREE = {
+    "CMakeLists.txt": CMAKE,
+    "csrc/compat.h": COMPAT,
+    "csrc/lanes.cu": LANES,
+    "csrc/common.cu": "#include <cuda_bf16.h>\n__global__ void k() {}\n",
+    "csrc/cutlass_gemm.cu": '#include "cutlass/gemm/device/gemm.h"\n#include "cute/tensor.hpp"\n'
+    'asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0}, {%1};");\n',
+    "csrc/hip_only_kernel.cu": "__device__ int lane() { return threadIdx.x % 32; }\n",
+    "tests/kernel_test.cu": "#include <cuda_fp8.h>\n",
+}
+"""A CMake-built tree: files its HIP list compiles, one it leaves out, one only it has, a test."""
+
+
 def test_findings_split_by_the_rocm_build(tmp_path):
-    repo = write(
-        tmp_path / "repo",
-        {
-            "CMakeLists.txt": CMAKE,
-            "csrc/compat.h": COMPAT,
-            "csrc/lanes.cu": LANES,
-            "csrc/common.cu": "#include <cuda_bf16.h>\n__global__ void k() {}\n",
-            "csrc/cutlass_gemm.cu": '#include "cutlass/gemm/device/gemm.h"\n#include "cute/tensor.hpp"\n'
-            'asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0}, {%1};");\n',
-            "csrc/hip_only_kernel.cu": "__device__ int lane() { return threadIdx.x % 32; }\n",
-            "tests/kernel_test.cu": "#include <cuda_fp8.h>\n",
-        },
-    )
+    repo = write(tmp_path / "repo", BUILD_TREE)
     report = scan_report(repo / "csrc", profile=profile_file(tmp_path))
     assert summary(report.findings) == [("cuda_header", "common.cu", 1, "cuda_bf16.h")]
     assert [n.path for n in report.not_built] == ["cutlass_gemm.cu"]

@@ -202,25 +202,16 @@ def test_piped_output_is_one_whole_line_per_finding(tmp_path):
 
 
 def test_piped_output_lists_the_files_the_rocm_build_leaves_out(tmp_path):
-    from tests.tools.scan.test_rocm_build import CMAKE, COMPAT, LANES, profile_file
+    from tests.tools.scan.test_rocm_build import BUILD_TREE, profile_file
 
-    repo = write(
-        tmp_path / "repo",
-        {
-            "CMakeLists.txt": CMAKE,
-            "csrc/compat.h": COMPAT,
-            "csrc/lanes.cu": LANES,
-            "csrc/common.cu": "#include <cuda_bf16.h>\n__global__ void k() {}\n",
-            "csrc/cutlass_gemm.cu": '#include "cutlass/gemm/device/gemm.h"\n#include "cute/tensor.hpp"\n',
-        },
-    )
+    repo = write(tmp_path / "repo", BUILD_TREE)
     profile = profile_file(tmp_path)
     proc = rocport("scan", str(repo / "csrc"), "--profile", str(tmp_path / "profile.yaml"))
     assert profile.rocm_sources is not None and proc.returncode == 1, proc.stderr
     assert proc.stdout.splitlines()[1:] == [
         "common.cu:1: cuda_header cuda_bf16.h [guard_cuda_headers]",
         "not in the ROCm build: 1 file(s) with findings",
-        "cutlass_gemm.cu: 2 cuda_only_dep; needs a port of CUTLASS, CuTe",
+        "cutlass_gemm.cu: 2 cuda_only_dep, 1 inline_ptx; needs a port of CUTLASS, CuTe, tensor-core/async PTX",
     ]
 
 
