@@ -233,11 +233,19 @@ slct sqrt st stackrestore stacksave stmatrix sub subc suld suq sured sust tanh t
 tex tld4 trap txq vabsdiff vadd vmad vmax vmin vote vset vshl vshr vsub wgmma wmma xor
 """
 PTX_INSTRUCTIONS = frozenset(_PTX_NAMES.split())
+PTX_BARE = frozenset({"bra", "brkpt", "call", "exit", "pmevent", "ret", "trap"})
+"""The PTX instructions valid with no `.` suffix. Every other one names a type, state space or mode
+(`mov.u32`, `or.b32`, `ld.global`): a bare `mov` or `or` is a host ISA's that borrows the name (x86
+in Intel syntax `mov %0, edx`, POWER's `or 1,1,1` spin hint), not PTX."""
 
 
 def is_ptx(opcodes: list[str]) -> bool:
-    """True when at least one opcode is a PTX instruction."""
-    return any(op.split(".", 1)[0] in PTX_INSTRUCTIONS for op in opcodes)
+    """True when at least one opcode is a PTX instruction written as PTX requires."""
+    for op in opcodes:
+        name, dot, _ = op.partition(".")
+        if name in PTX_INSTRUCTIONS and (dot or name in PTX_BARE):
+            return True
+    return False
 
 
 def ptx_construct(opcode: str) -> Construct:

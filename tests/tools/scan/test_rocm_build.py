@@ -134,6 +134,23 @@ def test_amd_arm_and_x86_assembly_is_not_ptx(tmp_path):
     assert [f.symbol for f in scan_files(tmp_path, {"k.cu": text})] == ["prmt.b32"]
 
 
+def test_host_assembly_that_borrows_ptx_names_is_not_ptx(tmp_path):
+    """vLLM's csrc/cpu: x86 in Intel syntax (`mov %0, edx`) and POWER's `or 1,1,1` spin hint share
+    names with PTX, whose `mov` and `or` always carry a type (`mov.u32`, `or.b32`)."""
+    text = (
+        "unsigned long long tsc() {\n"
+        "  unsigned int hi, lo;\n"
+        '  asm volatile(".intel_syntax noprefix\\n\\tCPUID\\n\\tRDTSCP\\n\\t"\n'
+        '               "mov %0, edx\\n\\tmov %1, eax\\n\\t.att_syntax" : "=r"(hi), "=r"(lo) :: "rax");\n'
+        "  return (unsigned long long)hi << 32 | lo;\n"
+        "}\n"
+        'void relax() { __asm__ __volatile__("or 1,1,1"); }\n'
+        '__device__ void t() { asm volatile("trap;"); }\n'
+        '__device__ unsigned m(unsigned v) { unsigned r; asm("mov.b32 %0, %1;" : "=r"(r) : "r"(v)); return r; }\n'
+    )
+    assert [f.symbol for f in scan_files(tmp_path, {"shm.cpp": text})] == ["trap", "mov.b32"]
+
+
 def test_nothing_is_reported_inside_a_rocm_only_region(tmp_path):
     text = (
         "#ifdef USE_ROCM\n__device__ float f(float v) { return __shfl_xor_sync(0xffffffff, v, 1); }\n#endif\n"
