@@ -13,17 +13,22 @@ from __future__ import annotations
 
 import marshal
 import os
+from collections import namedtuple
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from tools.digests import sha256
 
 PROFILE_DIR = Path(__file__).parent / "profiles"
 """Where the bundled profiles live (agent.profiles.PROFILE_DIR, named here without importing it)."""
 
-Shape = Any
-"""A type name ("str", "bool", "int", "float", "scalar"), ("int>=", n), ("optional", shape),
-("list", shape), ("dict", shape) (string keys), ("literal", values), or a model: {field: (shape, required)}."""
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (tools/__init__.py)
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
+
+    Shape = Any
+    """A type name ("str", "bool", "int", "float", "scalar"), ("int>=", n), ("optional", shape),
+    ("list", shape), ("dict", shape) (string keys), ("literal", values), or a model: {field: (shape,
+    required)}."""
 
 _ROCM_SOURCES = {
     "cmake": (("optional", "str"), False),
@@ -165,12 +170,21 @@ class RocmSourcesView:
         self.setup_py = setup_py
 
 
-class ScanView(NamedTuple):
+if TYPE_CHECKING:
+
+    class _ScanViewFields(NamedTuple):
+        name: str
+        hipify_at_build: bool
+        rocm_sources: RocmSourcesView | None
+
+else:
+    _ScanViewFields = namedtuple("ScanView", ("name", "hipify_at_build", "rocm_sources"))  # noqa: PYI024
+
+
+class ScanView(_ScanViewFields):
     """The part of a profile a scan reads (tools.scan.ScanProfile)."""
 
-    name: str
-    hipify_at_build: bool
-    rocm_sources: RocmSourcesView | None
+    __slots__ = ()
 
 
 def profile_path(name_or_path: str) -> Path:

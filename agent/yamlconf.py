@@ -8,14 +8,16 @@ reporting one line `rocport: error: ...`; the wording of every YAML problem is t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 
-if TYPE_CHECKING:
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (tools/__init__.py):
+if TYPE_CHECKING:  # a scan's first run reads its profile here
+    from typing import Any, TypeVar
+
     from pydantic import BaseModel
 
-M = TypeVar("M", bound="BaseModel")
+    M = TypeVar("M", bound=BaseModel)
 
 
 class ConfigError(ValueError):

@@ -7,8 +7,7 @@ and `_sha256` (`_sha2` from Python 3.12) give the same digests; a build without 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (tools/__init__.py)
 if TYPE_CHECKING:
     from hashlib import sha1, sha256
 else:

@@ -7,7 +7,10 @@ the run directory and the sweep database all store the same shapes.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Self
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (tools/__init__.py)
+if TYPE_CHECKING:
+    from typing import Any, Self
 
 # The taxonomy of FAILURE_CLASSES.md. Keep the names stable: sweeps cluster on them.
 COMPILE_KINDS = (

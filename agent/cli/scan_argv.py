@@ -16,9 +16,12 @@ import gc
 import os
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
 
 from agent.cli.scan_options import OPTIONS, ScanOption
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (tools/__init__.py)
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 _BY_FLAG: dict[str, ScanOption] = {}
 for _opt in OPTIONS:

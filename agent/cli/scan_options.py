@@ -4,28 +4,42 @@ which needs neither typer nor pydantic. Nothing here imports either."""
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from collections import namedtuple
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (tools/__init__.py)
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
+
+    class _ScanOptionFields(NamedTuple):
+        dest: str
+        """The scan function's parameter."""
+        flags: tuple[str, ...]
+        """Its spellings, long first (`--format`, `-f`); for an on/off switch the `on` spelling."""
+        help: str
+        kind: str
+        """`value` (one value), `many` (repeatable, a list), `flag` (present or not), `switch` (on/off)."""
+        default: Any = None
+        off: str | None = None
+        """A switch's `off` spelling (`--no-cache`)."""
+        choices: tuple[str, ...] = ()
+        """The values a `value` option takes, when it is a choice."""
+        minimum: int | None = None
+        """Set for a whole-number option: its smallest value."""
+        is_path: bool = False
+        """Its value is a file path."""
+
+else:
+    _ScanOptionFields = namedtuple(  # noqa: PYI024
+        "ScanOption",
+        ("dest", "flags", "help", "kind", "default", "off", "choices", "minimum", "is_path"),
+        defaults=(None, None, (), None, False),
+    )
 
 
-class ScanOption(NamedTuple):
+class ScanOption(_ScanOptionFields):
     """One option of `rocport scan` (a named tuple: a third of a frozen dataclass's start-up cost)."""
 
-    dest: str
-    """The scan function's parameter."""
-    flags: tuple[str, ...]
-    """Its spellings, long first (`--format`, `-f`); for an on/off switch the `on` spelling."""
-    help: str
-    kind: str
-    """`value` (one value), `many` (repeatable, a list), `flag` (present or not), `switch` (on/off)."""
-    default: Any = None
-    off: str | None = None
-    """A switch's `off` spelling (`--no-cache`)."""
-    choices: tuple[str, ...] = ()
-    """The values a `value` option takes, when it is a choice."""
-    minimum: int | None = None
-    """Set for a whole-number option: its smallest value."""
-    is_path: bool = False
-    """Its value is a file path."""
+    __slots__ = ()
 
     def declarations(self) -> tuple[str, ...]:
         """What typer.Option takes: the spellings, an on/off pair as one `--on/--off`."""

@@ -12,11 +12,11 @@ import sys
 from collections import Counter
 from dataclasses import fields
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from tools.records import Failure
 from tools.scan.repo import ScanReport
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (tools/__init__.py)
 if TYPE_CHECKING:
     from rich.table import Table
 
@@ -125,15 +125,26 @@ def _not_built_table(report: ScanReport) -> Table:
     return table
 
 
+def _counts(report: ScanReport) -> list[tuple[tuple[str, str], int]]:
+    """(kind, fix family) and how many findings have them, most first."""
+    return Counter((f.kind, f.facts.get("fix_family", "")) for f in report.findings).most_common()
+
+
+def _statistics_lines(report: ScanReport) -> str:
+    """`--statistics` off a terminal: a title, then `count kind [fix family]` per line (ruff's form)."""
+    out = [f"rocport scan: {len(report.findings)} finding(s) by kind"]
+    out += [f"{n:5d}  {kind}" + (f"  [{family}]" if family else "") for (kind, family), n in _counts(report)]
+    return "\n".join(out)
+
+
 def _statistics(report: ScanReport) -> Table:
     """Counts per kind and fix family, like `ruff --statistics`."""
     from rich.table import Table
 
-    counts = Counter((f.kind, f.facts.get("fix_family", "")) for f in report.findings)
     table = Table(title=f"rocport scan: {len(report.findings)} finding(s) by kind")
     for column in ("count", "kind", "fix family"):
         table.add_column(column)
-    for (kind, family), n in counts.most_common():
+    for (kind, family), n in _counts(report):
         table.add_row(str(n), kind, family)
     return table
 
@@ -141,9 +152,12 @@ def _statistics(report: ScanReport) -> Table:
 def emit(report: ScanReport, fmt: str, output: Path | None, statistics: bool) -> None:
     """Print (or write to `output`) the report in `fmt` (table, json or sarif), then the notes."""
     if statistics:
-        from rich.console import Console
+        if sys.stdout is not None and sys.stdout.isatty():
+            from rich.console import Console
 
-        Console().print(_statistics(report))
+            Console().print(_statistics(report))
+        else:  # piped: whole lines, as the findings are (_lines), and rich is not imported
+            echo(_statistics_lines(report))
         _summary(report)
         return
     if fmt == "table" and output is None and sys.stdout is not None and sys.stdout.isatty():

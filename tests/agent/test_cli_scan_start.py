@@ -144,11 +144,16 @@ def test_a_reader_that_stops_early_gets_the_same_exit_as_from_the_typer_command(
     assert "Traceback" not in outcomes[0][1]
 
 
+WATCHED = ("typer", "pydantic", "rich", "_hashlib", "typing")
+"""Modules a plain scan process does without: typer/pydantic/rich ~0.3 s, OpenSSL's _hashlib ~4 ms and
+typing ~4 ms of every start (tools/__init__.py)."""
+
+
 def _modules_at_exit(args: list[str], cwd: Path) -> set[str]:
     probe = (
-        "import atexit, sys\n"
-        "atexit.register(lambda: print('loaded:', *sorted(m for m in ('typer', 'pydantic', 'rich', '_hashlib') if m in"
-        " sys.modules), file=sys.stderr))\n" + ENTRY
+        f"import atexit, sys\nWATCHED = {WATCHED!r}\n"
+        "atexit.register(lambda: print('loaded:', *sorted(m for m in WATCHED if m in sys.modules), file=sys.stderr))\n"
+        + ENTRY
     )
     _, _, stderr = _run(probe, args, cwd, {**os.environ, "ROCPORT_CACHE_DIR": str(cwd / "cache")})
     return set(stderr.strip().splitlines()[-1].split()[1:])
@@ -156,10 +161,15 @@ def _modules_at_exit(args: list[str], cwd: Path) -> set[str]:
 
 def test_a_plain_json_scan_imports_neither_typer_nor_pydantic(repo):
     # nor OpenSSL (hashlib's _hashlib, ~4 ms a start): findings are signed and the result cache keyed by
-    # CPython's own sha1/sha256 (tools/digests.py)
+    # CPython's own sha1/sha256 (tools/digests.py); nor typing, C++ and Python rules included
     assert _modules_at_exit(["repo", "-f", "json", "-o", "out/r.json", "-p", "vllm"], repo.parent) == set()
     report = json.loads((repo.parent / "out" / "r.json").read_text())
     assert report and all(f["signature"] for f in report)  # it did scan, and signed what it found
+    assert {f["file"].rsplit(".", 1)[-1] for f in report} == {"cu", "py"}
+
+
+def test_a_piped_table_scan_imports_none_of_them_either(repo):
+    assert _modules_at_exit(["repo", "-p", "vllm", "--statistics"], repo.parent) == set()
 
 
 def test_what_only_typer_can_answer_is_answered_by_typer(repo):

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass, field
-from typing import NamedTuple
+from collections import namedtuple
 
 from tools.cpp.build_configs import BuildConfig, Macro
 from tools.cpp.conditions import evaluate_named
@@ -61,32 +60,58 @@ def region_name(rocm: Tri, cuda: Tri) -> str:
     return "rocm_only" if cuda is False else "common"
 
 
-class Include(NamedTuple):
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (tools/__init__.py)
+if TYPE_CHECKING:
+    from typing import NamedTuple
+
+    class _IncludeFields(NamedTuple):
+        header: str
+        """The header as written between <> or quotes."""
+        angled: bool
+        offset: int
+        """Offset of the header name in the file."""
+        rocm: Tri
+        cuda: Tri
+
+else:
+    _IncludeFields = namedtuple("Include", ("header", "angled", "offset", "rocm", "cuda"))  # noqa: PYI024
+
+
+class Include(_IncludeFields):
     """One `#include` (a named tuple: a tree walk makes thousands, and a dataclass costs more to build)."""
 
-    header: str
-    """The header as written between <> or quotes."""
-    angled: bool
-    offset: int
-    """Offset of the header name in the file."""
-    rocm: Tri
-    cuda: Tri
+    __slots__ = ()
 
 
-@dataclass
 class Regions:
-    """Liveness per stretch of the file: starts[i] begins a stretch with liveness states[i]."""
+    """Liveness per stretch of the file: starts[i] begins a stretch with liveness states[i]. (A plain
+    class: `rocport scan` builds each record class it imports at start-up, ~0.35 ms per dataclass.)"""
 
-    starts: list[int] = field(default_factory=lambda: [0])
-    states: list[tuple[Tri, Tri]] = field(default_factory=lambda: [(True, True)])
-    includes: list[Include] = field(default_factory=list)
-    defines: list[tuple[str, int]] = field(default_factory=list)
-    """(macro name, offset) of every #define, for compat-alias detection."""
-    exports: dict[str, tuple[Macro, Macro]] = field(default_factory=dict)
-    """What each macro the file #defines or #undefs is at its end, (ROCm, CUDA): what a file that
-    includes it sees. A macro defined only in branches a build skips is undefined in that build."""
-    condition_names: set[str] = field(default_factory=set)
-    """Identifiers the file's #if/#elif/#ifdef conditions read: a seed only matters if it names one."""
+    __slots__ = ("condition_names", "defines", "exports", "includes", "starts", "states")
+
+    def __init__(
+        self,
+        starts: list[int] | None = None,
+        states: list[tuple[Tri, Tri]] | None = None,
+        includes: list[Include] | None = None,
+        defines: list[tuple[str, int]] | None = None,
+        exports: dict[str, tuple[Macro, Macro]] | None = None,
+        condition_names: set[str] | None = None,
+    ) -> None:
+        self.starts: list[int] = [0] if starts is None else starts
+        self.states: list[tuple[Tri, Tri]] = [(True, True)] if states is None else states
+        self.includes: list[Include] = [] if includes is None else includes
+        self.defines: list[tuple[str, int]] = [] if defines is None else defines
+        """(macro name, offset) of every #define, for compat-alias detection."""
+        self.exports: dict[str, tuple[Macro, Macro]] = {} if exports is None else exports
+        """What each macro the file #defines or #undefs is at its end, (ROCm, CUDA): what a file that
+        includes it sees. A macro defined only in branches a build skips is undefined in that build."""
+        self.condition_names: set[str] = set() if condition_names is None else condition_names
+        """Identifiers the file's #if/#elif/#ifdef conditions read: a seed only matters if it names one."""
+
+    def with_stretches(self, starts: list[int], states: list[tuple[Tri, Tri]]) -> Regions:
+        """The same file's regions with other stretches (includes, defines and macros shared)."""
+        return Regions(starts, states, self.includes, self.defines, self.exports, self.condition_names)
 
     def at(self, offset: int) -> tuple[Tri, Tri]:
         """(ROCm liveness, CUDA liveness) at an offset."""
@@ -106,13 +131,15 @@ class Regions:
         return any(region_name(*s) == "rocm_only" for s in self.states)
 
 
-@dataclass
 class _Frame:
     """One open #if group: whether its enclosing region is live (for ROCm, for CUDA), and whether a branch
     of this group has been taken so far."""
 
-    parent: tuple[Tri, Tri]
-    taken: tuple[Tri, Tri]
+    __slots__ = ("parent", "taken")
+
+    def __init__(self, parent: tuple[Tri, Tri], taken: tuple[Tri, Tri]) -> None:
+        self.parent = parent
+        self.taken = taken
 
 
 def _clean(rest: str) -> str:

@@ -12,21 +12,23 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterable, Mapping
-from typing import Protocol
 
 from tools.cpp.build_configs import Macro
 from tools.cpp.preprocessor import Seed
 
 HEADER_SUFFIXES = (".h", ".hpp", ".hh", ".hxx", ".cuh", ".inl", ".ipp", ".tcc")
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (tools/__init__.py)
+if TYPE_CHECKING:
+    from typing import Protocol
 
-class IncludingFile(Protocol):
-    """What the graph reads of one file (tools.scan's FileResult is one)."""
+    class IncludingFile(Protocol):
+        """What the graph reads of one file (tools.scan's FileResult is one)."""
 
-    includes: list[str]
-    """Headers included where the ROCm build compiles."""
-    cuda_includes: list[str]
-    """Headers included only where the ROCm build does not compile."""
+        includes: list[str]
+        """Headers included where the ROCm build compiles."""
+        cuda_includes: list[str]
+        """Headers included only where the ROCm build does not compile."""
 
 
 class IncludeGraph:

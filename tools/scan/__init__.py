@@ -29,23 +29,24 @@ What counts as guarded (decided here, tested in tests/tools/scan):
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
 
 from tools.records import Failure
 from tools.scan.repo import ScanError, ScanReport, scan_tree
 from tools.scan.rocm_build import DEFAULT_PROFILE_EXCLUDES, BuildList, read_build_list
 from tools.scan.sarif import to_sarif
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (tools/__init__.py)
 if TYPE_CHECKING:
+    from typing import Protocol
+
     from tools.rocm_sources import RocmSources
 
+    class ScanProfile(Protocol):
+        """What a scan reads of a framework profile (agent.profiles.Profile is one; callers load it)."""
 
-class ScanProfile(Protocol):
-    """What a scan reads of a framework profile (agent.profiles.Profile is one; callers load it)."""
-
-    name: str
-    hipify_at_build: bool
-    rocm_sources: RocmSources | None
+        name: str
+        hipify_at_build: bool
+        rocm_sources: RocmSources | None
 
 
 def resolve_hipify(profile: ScanProfile | None, hipify: bool | None) -> bool:
@@ -126,4 +127,4 @@ def scan_file(
     return scan_tree(path, root=root, hipify=resolve_hipify(profile, hipify), jobs=1).findings
 
 
-__all__ = ["ScanError", "ScanProfile", "ScanReport", "scan_file", "scan_repo", "scan_report", "to_sarif"]
+__all__ = ["ScanError", "ScanReport", "scan_file", "scan_repo", "scan_report", "to_sarif"]

@@ -18,24 +18,28 @@ import os
 from dataclasses import fields
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from tools.cpp.build_configs import Macro
 from tools.digests import sha256
 from tools.records import Failure
 from tools.scan.scanner import FileResult
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (tools/__init__.py)
+if TYPE_CHECKING:
+    from typing import Any
+
+    PackedResult = tuple[
+        str,
+        list[tuple[Any, ...]],
+        dict[str, tuple[bool | None, int | None, bool | None, int | None]],
+        tuple[Any, ...],
+    ]
+    """(path, each finding's field values, each export's two macros, the other FileResult fields):
+    what marshal stores and a worker process returns."""
+
 _FAILURE_FIELDS = tuple(f.name for f in fields(Failure))
-_RESULT_FIELDS = tuple(f.name for f in fields(FileResult) if f.name not in ("path", "findings", "exports"))
+_RESULT_FIELDS = tuple(n for n in FileResult.FIELDS if n not in ("path", "findings", "exports"))
 Stamp = tuple[int, int, int]
-PackedResult = tuple[
-    str,
-    list[tuple[Any, ...]],
-    dict[str, tuple[bool | None, int | None, bool | None, int | None]],
-    tuple[Any, ...],
-]
-"""(path, each finding's field values, each export's two macros, the other FileResult fields): what
-marshal stores and a worker process returns."""
 """(size, mtime in ns, inode) of a source file when its result was stored."""
 
 

@@ -6,20 +6,25 @@ Kinds are the taxonomy of FAILURE_CLASSES.md; fix families name the rule that re
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from tools.cpp.headers import CUDA_HEADER_PREFIXES, CUDA_STD_TO_STD, CUDA_TO_HIP_HEADERS
 
 
-@dataclass(frozen=True)
 class Construct:
-    """How one matched construct is reported."""
+    """How one matched construct is reported (read only: one is shared by every match; a plain class,
+    as the scan's other records: tools/scan/scanner.py's FileResult says why)."""
 
-    kind: str
-    fix_family: str
-    note: str
-    """Why it breaks on ROCm, one clause."""
-    hip_equivalent: str | None = None
+    __slots__ = ("fix_family", "hip_equivalent", "kind", "note")
+
+    def __init__(self, kind: str, fix_family: str, note: str, hip_equivalent: str | None = None) -> None:
+        self.kind = kind
+        self.fix_family = fix_family
+        self.note = note
+        """Why it breaks on ROCm, one clause."""
+        self.hip_equivalent = hip_equivalent
+
+    def __repr__(self) -> str:
+        return f"Construct({self.kind!r}, {self.fix_family!r})"
 
 
 def classify_header(header: str) -> Construct | None:
@@ -125,7 +130,7 @@ def identifier_construct(word: str) -> Construct | None:
     identifier, or None. Every identifier family ends at a word boundary and holds only word
     characters, so a match is always a whole word: one fullmatch per distinct word instead of a
     regex pass per family over the text. Memoised: the same names recur in every file of a tree
-    (a Construct is frozen, so one can be shared)."""
+    (a Construct is read only, so one can be shared)."""
     if word in _CONSTRUCT_OF:
         return _CONSTRUCT_OF[word]
     construct = classify_identifier(word) if IDENTIFIER_RE.fullmatch(word) else None

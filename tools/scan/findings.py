@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from tools.cpp.source import SourceText
 from tools.digests import sha1
 from tools.records import Failure
 from tools.scan.catalog import Construct
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (tools/__init__.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 SOURCE = "scan"
 _UNIT_SUFFIXES = (".cu", ".cc", ".cpp", ".cxx", ".c", ".py")

@@ -15,8 +15,12 @@ import os
 import sys
 from collections.abc import Callable
 
-from tools.scan.cache import PackedResult, pack, unpack
+from tools.scan.cache import pack, unpack
 from tools.scan.scanner import FileResult
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (tools/__init__.py)
+if TYPE_CHECKING:
+    from tools.scan.cache import PackedResult
 
 FORK_MIN_FILES = 64
 """Below this a tree scans in a few milliseconds: forking would not pay."""

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import replace
 
 from tools.cpp.preprocessor import Regions, Tri
 from tools.cpp.source import SourceText, words_with_prefixes
@@ -170,4 +169,4 @@ def skip_spans(regions: Regions, spans: list[tuple[int, int]]) -> Regions:
         if not states or states[-1] != (rocm, cuda):
             starts.append(cut)
             states.append((rocm, cuda))
-    return replace(regions, starts=starts, states=states)
+    return regions.with_stretches(starts, states)

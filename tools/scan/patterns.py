@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from typing import Any
 
 from tools.cpp.preprocessor import Regions, region_name
 from tools.cpp.source import SourceText
@@ -27,6 +26,10 @@ from tools.scan.findings import make_finding
 from tools.scan.ptx import inline_asm_findings
 from tools.scan.warp_masks import HIP_LACKS, first_argument, mask_bits
 from tools.scan.warp_size import warp_size_findings
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (tools/__init__.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 # After a CUDA-named identifier: it is being defined (a helper function), not used.
 _FUNC_DEF_AFTER = re.compile(r"\s*\([^;{)]*\)\s*(?:const\s*)?\{")

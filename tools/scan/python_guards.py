@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
 from tools.scan.catalog import CUDA_ONLY_MODULES
 
@@ -170,15 +169,18 @@ def exits(body: list[ast.stmt]) -> bool:
     return isinstance(last, ast.Expr) and dotted(last.value) in ("sys.exit", "exit", "os._exit")
 
 
-@dataclass
 class Context:
-    """Where a statement sits: its liveness on ROCm and whether an ImportError is caught around it."""
+    """Where a statement sits: its liveness on ROCm and whether an ImportError is caught around it.
+    (A plain class, as the scan's other records: tools/scan/scanner.py's FileResult says why.)"""
 
-    live: Tri
-    import_guarded: bool
-    scope: tuple[str, ...] = ()
-    """Names around it, lowercased without underscores: enclosing defs and classes, and the names
-    and strings its enclosing `if` tests read (`mxfp4_backend == Backend.FLASHINFER_TRTLLM`)."""
+    __slots__ = ("import_guarded", "live", "scope")
+
+    def __init__(self, live: Tri, import_guarded: bool, scope: tuple[str, ...] = ()) -> None:
+        self.live = live
+        self.import_guarded = import_guarded
+        self.scope = scope
+        """Names around it, lowercased without underscores: enclosing defs and classes, and the names
+        and strings its enclosing `if` tests read (`mxfp4_backend == Backend.FLASHINFER_TRTLLM`)."""
 
 
 def _words(test: ast.expr) -> tuple[str, ...]:

@@ -13,12 +13,11 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from tools.cpp.tree import IncludeGraph, seed_for
 from tools.records import Failure
-from tools.scan.cache import PackedResult, ResultCache, pack, seed_key, unpack
+from tools.scan.cache import ResultCache, pack, seed_key, unpack
 from tools.scan.catalog import IDENTIFIER_RE
 from tools.scan.discover import discover
 from tools.scan.findings import dedupe_signatures
@@ -28,6 +27,10 @@ from tools.scan.python_reach import unreachable
 from tools.scan.python_rules import vendor_module
 from tools.scan.rocm_build import BuildList, NotBuilt, real_blocker, summarize_not_built
 from tools.scan.scanner import FileResult, scan_path
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (tools/__init__.py)
+if TYPE_CHECKING:
+    from tools.scan.cache import PackedResult
 
 _HEADER_KINDS = ("cuda_header", "cub", "cuda_std")
 PARALLEL_MIN_FILES = 1500
@@ -40,25 +43,53 @@ class ScanError(ValueError):
     """The scan cannot start (bad path); the message is one line for the user."""
 
 
-@dataclass
 class ScanReport:
-    """A tree scan: its findings plus what was skipped and why."""
+    """A tree scan: its findings plus what was skipped and why (a plain class, as FileResult is)."""
 
-    root: str
-    findings: list[Failure] = field(default_factory=list)
-    files_scanned: int = 0
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-    """(repo-relative path, reason): binary, too large, unreadable file or directory, not Python."""
-    hipify: bool = False
-    seconds: float = 0.0
-    build: str | None = None
-    """Where the ROCm source list came from; None when the scan had none (every file may compile)."""
-    not_built: list[NotBuilt] = field(default_factory=list)
-    """Files with findings that the ROCm build does not compile, summarised per file."""
-    outside_build: list[Failure] = field(default_factory=list)
-    """The findings behind `not_built`, one by one (for JSON consumers and evaluations)."""
-    rocm_only: int = 0
-    """Files only the ROCm build compiles (.hip, rocm/, unguarded hip/*.h): never findings."""
+    __slots__ = (
+        "build",
+        "files_scanned",
+        "findings",
+        "hipify",
+        "not_built",
+        "outside_build",
+        "rocm_only",
+        "root",
+        "seconds",
+        "skipped",
+    )
+
+    def __init__(
+        self,
+        root: str,
+        findings: list[Failure] | None = None,
+        files_scanned: int = 0,
+        skipped: list[tuple[str, str]] | None = None,
+        hipify: bool = False,
+        seconds: float = 0.0,
+        build: str | None = None,
+        not_built: list[NotBuilt] | None = None,
+        outside_build: list[Failure] | None = None,
+        rocm_only: int = 0,
+    ) -> None:
+        self.root = root
+        self.findings: list[Failure] = [] if findings is None else findings
+        self.files_scanned = files_scanned
+        self.skipped: list[tuple[str, str]] = [] if skipped is None else skipped
+        """(repo-relative path, reason): binary, too large, unreadable file or directory, not Python."""
+        self.hipify = hipify
+        self.seconds = seconds
+        self.build = build
+        """Where the ROCm source list came from; None when the scan had none (every file may compile)."""
+        self.not_built: list[NotBuilt] = [] if not_built is None else not_built
+        """Files with findings that the ROCm build does not compile, summarised per file."""
+        self.outside_build: list[Failure] = [] if outside_build is None else outside_build
+        """The findings behind `not_built`, one by one (for JSON consumers and evaluations)."""
+        self.rocm_only = rocm_only
+        """Files only the ROCm build compiles (.hip, rocm/, unguarded hip/*.h): never findings."""
+
+    def __repr__(self) -> str:
+        return f"ScanReport({self.root!r}, {len(self.findings)} finding(s), {self.files_scanned} file(s))"
 
 
 def _scan_chunk(root: str, rels: list[str], hipify: bool) -> list[FileResult]:

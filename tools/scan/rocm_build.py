@@ -11,13 +11,12 @@ from __future__ import annotations
 import os
 import posixpath
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from tools.records import Failure
 from tools.scan.build_lists import cmake_source_lists, cmake_sources, setup_py_sources
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (tools/__init__.py)
 if TYPE_CHECKING:
     from tools.rocm_sources import RocmSources
 
@@ -25,18 +24,29 @@ DEFAULT_PROFILE_EXCLUDES = ("tests", "test", "benchmarks", "docs", "examples")
 """Directories a framework profile leaves out unless asked: no ROCm build compiles them."""
 
 
-@dataclass
 class BuildList:
-    """The ROCm translation units, relative to the scanned directory."""
+    """The ROCm translation units, relative to the scanned directory (a plain class, as the scan's
+    other records: tools/scan/scanner.py's FileResult says why)."""
 
-    units: set[str]
-    described: str
-    rocm_only: set[str] = field(default_factory=set)
-    source_root: str | None = None
-    """Directory of the native sources relative to the scanned one ('' when the scan is inside it,
-    None when it is outside the scan).
-    Python under it is build tooling (kernel generators); Python elsewhere is the runtime, which
-    the ROCm build ships as is, so its findings are in the build."""
+    __slots__ = ("described", "rocm_only", "source_root", "units")
+
+    def __init__(
+        self,
+        units: set[str],
+        described: str,
+        rocm_only: set[str] | None = None,
+        source_root: str | None = None,
+    ) -> None:
+        self.units = units
+        self.described = described
+        """Where the list came from, for the report ('CMakeLists.txt with VLLM_GPU_LANG=HIP')."""
+        self.rocm_only: set[str] = set() if rocm_only is None else rocm_only
+        """Units only the ROCm build lists (the CUDA build's list lacks them): ROCm code, no findings."""
+        self.source_root = source_root
+        """Directory of the native sources relative to the scanned one ('' when the scan is inside it,
+        None when it is outside the scan).
+        Python under it is build tooling (kernel generators); Python elsewhere is the runtime, which
+        the ROCm build ships as is, so its findings are in the build."""
 
     def in_build(self, rel: str) -> bool:
         """Whether a file not reached through the C++ units still belongs to the ROCm build."""
@@ -46,19 +56,23 @@ class BuildList:
             return True
         return not (self.source_root == "" or rel.startswith(self.source_root + "/"))
 
-    """Units only the ROCm build lists (the CUDA build's list lacks them): ROCm code, no findings."""
-    """Where the list came from, for the report ('CMakeLists.txt with VLLM_GPU_LANG=HIP')."""
 
-
-@dataclass
 class NotBuilt:
     """One file the ROCm build does not compile, with what it holds."""
 
-    path: str
-    kinds: dict[str, int] = field(default_factory=dict)
-    blockers: list[str] = field(default_factory=list)
-    """Constructs that need more than a rename to build for ROCm (CUDA-only libraries, tensor-core
-    PTX, launch attributes), deduplicated."""
+    __slots__ = ("blockers", "kinds", "path")
+
+    def __init__(
+        self, path: str, kinds: dict[str, int] | None = None, blockers: list[str] | None = None
+    ) -> None:
+        self.path = path
+        self.kinds: dict[str, int] = {} if kinds is None else kinds
+        self.blockers: list[str] = [] if blockers is None else blockers
+        """Constructs that need more than a rename to build for ROCm (CUDA-only libraries, tensor-core
+        PTX, launch attributes), deduplicated."""
+
+    def __repr__(self) -> str:
+        return f"NotBuilt({self.path!r}: {self.summary()})"
 
     def summary(self) -> str:
         counts = ", ".join(f"{n} {k}" for k, n in sorted(self.kinds.items()))

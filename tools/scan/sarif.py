@@ -7,9 +7,11 @@ result across commits; the fingerprint here is the finding's signature, which ho
 
 from __future__ import annotations
 
-from typing import Any
-
 from tools.records import Failure
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (tools/__init__.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_VERSION = "2.1.0"
