@@ -14,7 +14,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from tools.records import Failure
-from tools.scan.repo import ScanReport
+from tools.scan.report import ScanReport
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (tools/__init__.py)
 if TYPE_CHECKING:

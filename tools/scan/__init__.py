@@ -31,7 +31,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tools.records import Failure
-from tools.scan.repo import ScanError, ScanReport, scan_tree
+from tools.scan.repo import scan_tree
+from tools.scan.report import ScanError, ScanReport
 from tools.scan.rocm_build import DEFAULT_PROFILE_EXCLUDES, BuildList, read_build_list
 from tools.scan.sarif import to_sarif
 

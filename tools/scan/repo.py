@@ -25,7 +25,8 @@ from tools.scan.fork import FORK_MIN_FILES, can_fork, idle_cores, scan_forked
 from tools.scan.hipify import hipify_translates
 from tools.scan.python_reach import unreachable
 from tools.scan.python_rules import vendor_module
-from tools.scan.rocm_build import BuildList, NotBuilt, real_blocker, summarize_not_built
+from tools.scan.report import ScanError, ScanReport
+from tools.scan.rocm_build import BuildList, real_blocker, summarize_not_built
 from tools.scan.scanner import FileResult, scan_path
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (tools/__init__.py)
@@ -37,59 +38,6 @@ PARALLEL_MIN_FILES = 1500
 """Below this, a process pool (its start-up, pickling) costs more than it saves: a smaller tree is
 scanned in this process, or, with `jobs` given, shared with bare forked copies (tools/scan/fork.py)."""
 _CHUNK = 64
-
-
-class ScanError(ValueError):
-    """The scan cannot start (bad path); the message is one line for the user."""
-
-
-class ScanReport:
-    """A tree scan: its findings plus what was skipped and why (a plain class, as FileResult is)."""
-
-    __slots__ = (
-        "build",
-        "files_scanned",
-        "findings",
-        "hipify",
-        "not_built",
-        "outside_build",
-        "rocm_only",
-        "root",
-        "seconds",
-        "skipped",
-    )
-
-    def __init__(
-        self,
-        root: str,
-        findings: list[Failure] | None = None,
-        files_scanned: int = 0,
-        skipped: list[tuple[str, str]] | None = None,
-        hipify: bool = False,
-        seconds: float = 0.0,
-        build: str | None = None,
-        not_built: list[NotBuilt] | None = None,
-        outside_build: list[Failure] | None = None,
-        rocm_only: int = 0,
-    ) -> None:
-        self.root = root
-        self.findings: list[Failure] = [] if findings is None else findings
-        self.files_scanned = files_scanned
-        self.skipped: list[tuple[str, str]] = [] if skipped is None else skipped
-        """(repo-relative path, reason): binary, too large, unreadable file or directory, not Python."""
-        self.hipify = hipify
-        self.seconds = seconds
-        self.build = build
-        """Where the ROCm source list came from; None when the scan had none (every file may compile)."""
-        self.not_built: list[NotBuilt] = [] if not_built is None else not_built
-        """Files with findings that the ROCm build does not compile, summarised per file."""
-        self.outside_build: list[Failure] = [] if outside_build is None else outside_build
-        """The findings behind `not_built`, one by one (for JSON consumers and evaluations)."""
-        self.rocm_only = rocm_only
-        """Files only the ROCm build compiles (.hip, rocm/, unguarded hip/*.h): never findings."""
-
-    def __repr__(self) -> str:
-        return f"ScanReport({self.root!r}, {len(self.findings)} finding(s), {self.files_scanned} file(s))"
 
 
 def _scan_chunk(root: str, rels: list[str], hipify: bool) -> list[FileResult]:
