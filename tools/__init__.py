@@ -4,7 +4,8 @@
 the whole process to 3x grep). So the modules a scan imports write `TYPE_CHECKING = False` and import
 from `typing` under `if TYPE_CHECKING:` (mypy reads that name as true, as it does typing's own); a
 named tuple is `collections.namedtuple` at run time, with its typed `NamedTuple` twin for mypy.
-tests/tools/test_scan_start.py checks both.
+tests/agent/test_cli_scan_start.py checks the first (no `typing` at exit), tests/tools/test_typed_twins.py
+the second.
 """
 
 from tools.records import KINDS, CheckResult, Failure, PatchOutcome, Proposal
