@@ -170,6 +170,9 @@ def _time_processes(root: Path, profile_name: str, tmp: Path, repeat: int) -> li
     for what, jobs, tree, environment in rows:
         wall, _, cpu = best_of(repeat, partial(run_cli, tree, out, jobs, *args, env=environment))
         timed.append((what, wall, cpu))
+    # what `rocport scan` prints by default, read through a pipe (no JSON written, json not imported)
+    wall, _, cpu = best_of(repeat, partial(run_cli, root, out, None, *args, env=env, table=True))
+    timed.append(("  the same with the default report (table, piped: one line per finding)", wall, cpu))
     # `rocport scan` as a user reruns it (the default: the result cache on, every file unchanged)
     cached = partial(run_cli, root, out, None, "--profile", profile_name, env=env)
     cached()

@@ -74,15 +74,22 @@ def bytecode_cached_env(prefix: Path) -> dict[str, str]:
     return {**env, "PYTHONPYCACHEPREFIX": str(prefix)}
 
 
-def run_cli(root: Path, out: Path, jobs: int | None, *extra: str, env: dict[str, str] | None = None) -> int:
-    """A fresh `rocport scan` process writing JSON to `out`; `extra`: more options (--profile);
-    `env`: the process's environment (default: this one)."""
-    cmd = [*_cli(), "scan", str(root), "--format", "json", "--output", str(out), *extra]
+def run_cli(
+    root: Path,
+    out: Path,
+    jobs: int | None,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    table: bool = False,
+) -> int:
+    """A fresh `rocport scan` process writing JSON to `out` (with `table`: the default report, to a
+    pipe); `extra`: more options (--profile); `env`: the process's environment (default: this one)."""
+    cmd = [*_cli(), "scan", str(root), *(() if table else ("--format", "json", "--output", str(out))), *extra]
     cmd += ["--jobs", str(jobs)] if jobs else []
-    proc = subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    proc = subprocess.run(cmd, check=False, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     if proc.returncode not in (0, 1):  # 1: findings remain (like ruff)
         raise subprocess.CalledProcessError(proc.returncode, cmd)
-    return out.stat().st_size
+    return len(proc.stdout) if table else out.stat().st_size
 
 
 def main(argv: list[str] | None = None) -> None:
