@@ -25,7 +25,7 @@ from tools.diagnose.python import (
     warning_failure,
 )
 from tools.diagnose.python_facts import weight_line
-from tools.diagnose.runtime import WORTH_A_LOOK, looks_like_error, match_runtime
+from tools.diagnose.runtime import looks_like_error, match_runtime, worth_a_look
 from tools.diagnose.traceback import PyTraceback, TracebackParser
 from tools.records import Failure
 
@@ -95,7 +95,7 @@ class _Diagnoser:
         text = line.strip()
         if not text:
             return
-        if self._weight_line(text) or not WORTH_A_LOOK.search(text):
+        if self._weight_line(text) or not worth_a_look(text):
             return
         failure = warning_failure(text) or bare_exception_failure(text) or self._runtime(text)
         if failure is None and looks_like_error(text):

@@ -52,12 +52,7 @@ class CompileParser:
         if not text:
             self._context_left = 0
             return False
-        if (
-            self._context_left <= 0
-            and not self._chain
-            and not self._expect_command
-            and not P.RELEVANT.search(text)
-        ):
+        if self._context_left <= 0 and not self._chain and not self._expect_command and not P.relevant(text):
             return False
         for handler in (self._boundary, self._header, self._chain_line, self._note_like, self._context):
             if handler(text):

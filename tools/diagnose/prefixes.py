@@ -51,6 +51,8 @@ _QUOTE = re.compile(r"^(?:> ?)+(?=\S|$)")
 _EDGE_TICKS = re.compile(r"^`{1,3}|`{1,3}$")
 _BOLD = re.compile(r"\*\*_?|_?\*\*")
 _MIDLINE_LOGGER = re.compile(r"(?<=\s)(?=" + _VLLM_LOGGER + ")")
+_MIDLINE_SEEN = re.compile(r"\s(?=" + _VLLM_LOGGER + ")")
+"""Where _MIDLINE_LOGGER would split, found ~5x faster: a leading `\\s` lets the search skip to whitespace."""
 _JSON_DATA = re.compile(r'^\s*\{.*"(?:data|message|log)"\s*:\s*"')
 
 
@@ -61,9 +63,9 @@ def _strip_prefixes(line: str) -> str:
         first = line[0]
         for starts, pattern in _PREFIXES:
             if first in starts:
-                stripped = pattern.sub("", line, count=1)
-                if stripped != line:
-                    line, changed = stripped, True
+                m = pattern.match(line)  # each is anchored at ^: a match and a slice, no re.sub
+                if m is not None and m.end():
+                    line, changed = line[m.end() :], True
                     break
     return line
 
@@ -111,6 +113,6 @@ def expand_line(raw: str) -> list[str]:
         payload = _json_payload(raw.strip())
         if payload is not None:
             return [clean_line(p) for p in payload] or [""]
-    if "] " in raw and _MIDLINE_LOGGER.search(raw):  # a vLLM log pasted with its newlines lost
+    if "] " in raw and _MIDLINE_SEEN.search(raw):  # a vLLM log pasted with its newlines lost
         return [clean_line(part) for part in _MIDLINE_LOGGER.split(raw)]
     return [clean_line(raw)]

@@ -118,19 +118,28 @@ RULES: tuple[RuntimeRule, ...] = (
 )
 
 
-# Every rule needs one of these words; one search spares the table for ordinary log lines.
-_HINT = re.compile(
-    r"implemented|HIPBLAS|hipblas|CUBLAS|untagged enum|CUDA_HOME|Tensile|shared object|MIOpen|ccl|[Vv]ersion"
-    r"|OutOfResources|Launch params|Triton|num_warps|block dim"
-    r"|memory|[Mm]emory|space left|hipError|HSA_STATUS|kernel image|HIP error|CUDA error|undefined symbol"
-    r"|error: |argument|[Tt]okenizer|architecture|[Uu]nsupported|supported|invalid|[Uu]nknown|unrecognized"
-    r"|model type"
-)
+# Every rule needs one of these words; one check spares the table for ordinary log lines. Plain substring
+# tests: as one regex alternation (no common first character) they cost ~3x as much per line.
+_HINTS = (
+    "implemented", "HIPBLAS", "hipblas", "CUBLAS", "untagged enum", "CUDA_HOME", "Tensile", "shared object",
+    "MIOpen", "ccl", "Version", "version", "OutOfResources", "Launch params", "Triton", "num_warps", "block dim",
+    "memory", "Memory", "space left", "hipError", "HSA_STATUS", "kernel image", "HIP error", "CUDA error",
+    "undefined symbol", "error: ", "argument", "Tokenizer", "tokenizer", "architecture", "supported", "invalid",
+    "Unknown", "unknown", "unrecognized", "model type",
+)  # fmt: skip
+
+
+def _hinted(text: str) -> bool:
+    # a loop, not any(): no generator to resume per word (~2x faster on the lines that hold none)
+    for word in _HINTS:  # noqa: SIM110
+        if word in text:
+            return True
+    return False
 
 
 def match_runtime(text: str) -> tuple[str, str | None] | None:
     """(kind, symbol) when `text` is a known run-time failure, else None."""
-    if not _HINT.search(text):
+    if not _hinted(text):
         return None
     for rule in RULES:
         m = rule.pattern.search(text)
@@ -152,10 +161,26 @@ NOT_AN_ERROR = re.compile(
 )
 
 
+_ERROR_WORDS = (
+    "error", "ERROR", "FATAL", "Segmentation fault", "core dumped", "Aborted (core", "Error: ", "Exception: ",
+    "terminate called after throwing", "Assertion ", "panic:",
+)  # fmt: skip
+"""A word each LOOKS_LIKE_ERROR alternative holds: a line with none of them is not searched."""
+
+
+def _reads_like_error(line: str) -> bool:
+    for word in _ERROR_WORDS:
+        if word in line:
+            return LOOKS_LIKE_ERROR.search(line) is not None
+    return False
+
+
 def looks_like_error(line: str) -> bool:
     """True for lines a user would read as a failure."""
-    return bool(LOOKS_LIKE_ERROR.search(line)) and not NOT_AN_ERROR.search(line)
+    return _reads_like_error(line) and not NOT_AN_ERROR.search(line)
 
 
-# One search decides whether a line no parser claimed deserves the rule table at all.
-WORTH_A_LOOK = re.compile(f"(?:{_HINT.pattern})|(?:{LOOKS_LIKE_ERROR.pattern})")
+def worth_a_look(line: str) -> bool:
+    """Whether a line no parser claimed deserves the rule table at all (a rule's hint word, or it
+    reads like an error); a build log's lines are mostly neither, so this is the hot path."""
+    return _hinted(line) or _reads_like_error(line)
