@@ -11,8 +11,10 @@ from pathlib import Path
 
 import yaml
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (tools/__init__.py):
-if TYPE_CHECKING:  # a scan's first run reads its profile here
+# typing.TYPE_CHECKING, without importing typing at run time (tools/__init__.py): a scan's first run, before
+# its profile is memoised, reads the YAML here
+TYPE_CHECKING = False
+if TYPE_CHECKING:
     from typing import Any, TypeVar
 
     from pydantic import BaseModel

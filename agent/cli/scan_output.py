@@ -152,8 +152,9 @@ def _statistics(report: ScanReport) -> Table:
 
 def emit(report: ScanReport, fmt: str, output: Path | None, statistics: bool) -> None:
     """Print (or write to `output`) the report in `fmt` (table, json or sarif), then the notes."""
+    terminal = sys.stdout is not None and sys.stdout.isatty()  # rich's tables there, whole lines elsewhere
     if statistics:
-        if sys.stdout is not None and sys.stdout.isatty():
+        if terminal:
             from rich.console import Console
 
             Console().print(_statistics(report))
@@ -161,7 +162,7 @@ def emit(report: ScanReport, fmt: str, output: Path | None, statistics: bool) ->
             echo(_statistics_lines(report))
         _summary(report)
         return
-    if fmt == "table" and output is None and sys.stdout is not None and sys.stdout.isatty():
+    if fmt == "table" and output is None and terminal:
         from rich.console import Console
 
         Console().print(_table(report))
