@@ -1,16 +1,17 @@
 """The records every stage exchanges: failures, proposals, patch outcomes, runs.
 
-Plain dataclasses, JSON-serialisable through `to_dict`/`from_dict`, so graph state,
-the run directory and the sweep database all store the same shapes.
+Dataclasses as far as `dataclasses` can tell, written out (tools/record_base.py says why),
+JSON-serialisable through `to_dict`/`from_dict`, so graph state, the run directory and the sweep
+database all store the same shapes. Each record's FIELDS are its `__init__` parameters, in order.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from tools.record_base import Record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (tools/__init__.py)
 if TYPE_CHECKING:
-    from typing import Any, Self
+    from typing import Any
 
 # The taxonomy of FAILURE_CLASSES.md. Keep the names stable: sweeps cluster on them.
 COMPILE_KINDS = (
@@ -54,48 +55,65 @@ KINDS = COMPILE_KINDS + RUNTIME_KINDS + OTHER_KINDS
 ENVIRONMENT_KINDS = ("toolchain", "resource", "serve_flag", "tokenizer", "arch_unsupported", "hip_runtime")
 
 
-class _Record:
-    """JSON round-trip for the dataclasses below."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """The record as JSON types (nested records become dicts)."""
-        data: dict[str, Any] = asdict(self)  # type: ignore[call-overload]
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Self:
-        """The record from its dict; keys it does not know are ignored."""
-        names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
-        return cls(**{k: v for k, v in data.items() if k in names})
-
-    @classmethod
-    def coerce(cls, value: Self | dict[str, Any]) -> Self:
-        """The record itself, or one read from its dict (run state saved before the state was typed)."""
-        return cls.from_dict(value) if isinstance(value, dict) else value
-
-
-@dataclass
-class Failure(_Record):
+class Failure(Record):
     """One diagnosed problem, from a log or from a static scan."""
+
+    FIELDS = (
+        "kind",
+        "message",
+        "file",
+        "line",
+        "column",
+        "symbol",
+        "excerpt",
+        "signature",
+        "source",
+        "facts",
+    )
+    __slots__ = FIELDS
 
     kind: str
     """A name from KINDS."""
     message: str
     """The tool's own one-line message (compiler error text, exception line)."""
-    file: str | None = None
+    file: str | None
     """Repo-relative path where the failure points, when known."""
-    line: int | None = None
-    column: int | None = None
-    symbol: str | None = None
+    line: int | None
+    column: int | None
+    symbol: str | None
     """The identifier, header, weight name or module the failure is about."""
-    excerpt: str = ""
+    excerpt: str
     """The few log lines that matter: the error plus its enclosing context."""
-    signature: str = ""
+    signature: str
     """Stable across machines and runs: kind + repo-relative file + symbol/normalised message."""
-    source: str = ""
+    source: str
     """What produced it: hipcc, nvcc, clang, gcc, ninja, python, server, scan, ..."""
-    facts: dict[str, Any] = field(default_factory=dict)
+    facts: dict[str, Any]
     """Domain facts pulled out of the log: shapes, missing keys, dtype, module, translation unit."""
+
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        file: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        symbol: str | None = None,
+        excerpt: str = "",
+        signature: str = "",
+        source: str = "",
+        facts: dict[str, Any] | None = None,
+    ) -> None:
+        self.kind = kind
+        self.message = message
+        self.file = file
+        self.line = line
+        self.column = column
+        self.symbol = symbol
+        self.excerpt = excerpt
+        self.signature = signature
+        self.source = source
+        self.facts = {} if facts is None else facts
 
     @property
     def key(self) -> str:
@@ -117,49 +135,93 @@ class Failure(_Record):
         return self.key == other.key or (self.symbol is not None and self.target == other.target)
 
 
-@dataclass
-class Proposal(_Record):
+class Proposal(Record):
     """A candidate patch as a unified diff against the repo's HEAD."""
+
+    FIELDS = ("failure_signature", "proposer", "diff", "rationale", "files", "failure")
+    __slots__ = FIELDS
 
     failure_signature: str
     proposer: str
     """`rule:<family>` or `llm:<model>`."""
     diff: str
     rationale: str
-    files: list[str] = field(default_factory=list)
+    files: list[str]
     """Repo-relative paths the diff touches (new files included)."""
-    failure: Failure | None = None
+    failure: Failure | None
     """The failure it addresses, when the caller keeps them together (the port loop's wave)."""
+
+    def __init__(
+        self,
+        failure_signature: str,
+        proposer: str,
+        diff: str,
+        rationale: str,
+        files: list[str] | None = None,
+        failure: Failure | None = None,
+    ) -> None:
+        self.failure_signature = failure_signature
+        self.proposer = proposer
+        self.diff = diff
+        self.rationale = rationale
+        self.files = [] if files is None else files
+        self.failure = failure
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Proposal:
         failure = data.get("failure")
-        names = {f.name for f in fields(cls)}
-        kept = {k: v for k, v in data.items() if k in names and k != "failure"}
+        kept = {k: v for k, v in data.items() if k in cls.FIELDS and k != "failure"}
         return cls(**kept, failure=Failure.coerce(failure) if failure is not None else None)
 
 
-@dataclass
-class CheckResult(_Record):
+class CheckResult(Record):
     """One validation check on a proposal (a compile, a preprocessor diff, a name check)."""
+
+    FIELDS = ("name", "ok", "detail", "cmd", "duration_s")
+    __slots__ = FIELDS
 
     name: str
     ok: bool
-    detail: str = ""
-    cmd: str = ""
-    duration_s: float = 0.0
+    detail: str
+    cmd: str
+    duration_s: float
+
+    def __init__(self, name: str, ok: bool, detail: str = "", cmd: str = "", duration_s: float = 0.0) -> None:
+        self.name = name
+        self.ok = ok
+        self.detail = detail
+        self.cmd = cmd
+        self.duration_s = duration_s
 
 
-@dataclass
-class PatchOutcome(_Record):
+class PatchOutcome(Record):
     """What validation did with a proposal."""
+
+    FIELDS = ("proposal", "applied", "checks", "kept", "reason", "commit")
+    __slots__ = FIELDS
 
     proposal: Proposal
     applied: bool
-    checks: list[CheckResult] = field(default_factory=list)
-    kept: bool = False
-    reason: str = ""
-    commit: str | None = None
+    checks: list[CheckResult]
+    kept: bool
+    reason: str
+    commit: str | None
+
+    def __init__(
+        self,
+        proposal: Proposal,
+        applied: bool,
+        checks: list[CheckResult] | None = None,
+        kept: bool = False,
+        reason: str = "",
+        commit: str | None = None,
+    ) -> None:
+        self.proposal = proposal
+        self.applied = applied
+        self.checks = [] if checks is None else checks
+        self.kept = kept
+        self.reason = reason
+        self.commit = commit
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PatchOutcome:

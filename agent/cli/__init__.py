@@ -8,10 +8,10 @@ unknown command), every command is loaded, so help lists them all and typos get 
 `rocport scan ...` with plain arguments does not import typer at all (agent/cli/scan_argv.py).
 """
 
+import os
 import sys
 from importlib import import_module
 from itertools import pairwise
-from pathlib import Path
 
 COMMAND_MODULES = {
     "bench": "bench",
@@ -39,7 +39,7 @@ def _started_as_command() -> str | None:
 
     Under `python -m agent.cli`, this package is imported while runpy still looks for its __main__,
     and sys.argv[0] then reads "-m" (the path of __main__.py comes later)."""
-    if Path(sys.argv[0]).name not in ("rocport", "__main__.py", "-c") and not _run_as_module():
+    if os.path.basename(sys.argv[0]) not in ("rocport", "__main__.py", "-c") and not _run_as_module():
         return None
     command = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
     return command if command in COMMAND_MODULES else None

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from dataclasses import fields
 from pathlib import Path
 
 from tools.records import Failure
@@ -59,7 +58,7 @@ Python and would take longer than the scan itself."""
 
 
 def _finding_dict(f: Failure) -> dict:
-    return {k.name: getattr(f, k.name) for k in fields(f)}
+    return {name: getattr(f, name) for name in f.FIELDS}
 
 
 def _render(report: ScanReport, fmt: str) -> str:

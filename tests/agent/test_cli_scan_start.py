@@ -144,9 +144,10 @@ def test_a_reader_that_stops_early_gets_the_same_exit_as_from_the_typer_command(
     assert "Traceback" not in outcomes[0][1]
 
 
-WATCHED = ("typer", "pydantic", "rich", "_hashlib", "typing")
-"""Modules a plain scan process does without: typer/pydantic/rich ~0.3 s, OpenSSL's _hashlib ~4 ms and
-typing ~4 ms of every start (tools/__init__.py)."""
+WATCHED = ("typer", "pydantic", "rich", "_hashlib", "typing", "dataclasses")
+"""Modules a plain scan process does without: typer/pydantic/rich ~0.3 s, OpenSSL's _hashlib ~4 ms,
+typing ~4 ms (tools/__init__.py) and dataclasses ~7 ms with the records it made (tools/record_base.py)
+of every start."""
 
 
 def _modules_at_exit(args: list[str], cwd: Path, watched: tuple[str, ...] = WATCHED) -> set[str]:

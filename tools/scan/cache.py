@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import marshal
 import os
-from dataclasses import fields
 from functools import lru_cache
 from pathlib import Path
 
@@ -37,7 +36,7 @@ if TYPE_CHECKING:
     """(path, each finding's field values, each export's two macros, the other FileResult fields):
     what marshal stores and a worker process returns."""
 
-_FAILURE_FIELDS = tuple(f.name for f in fields(Failure))
+_FAILURE_FIELDS = Failure.FIELDS
 _RESULT_FIELDS = tuple(n for n in FileResult.FIELDS if n not in ("path", "findings", "exports"))
 Stamp = tuple[int, int, int]
 """(size, mtime in ns, inode) of a source file when its result was stored."""
