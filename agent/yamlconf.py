@@ -7,14 +7,15 @@ reporting one line `rocport: error: ...`; the wording of every YAML problem is t
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import yaml
+
+from tools.files import path_text
 
 # typing.TYPE_CHECKING, without importing typing at run time (tools/__init__.py): a scan's first run, before
 # its profile is memoised, reads the YAML here
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from os import PathLike
     from typing import Any, TypeVar
 
     from pydantic import BaseModel
@@ -87,15 +88,16 @@ def _parse(text: str) -> tuple[Any, yaml.Node | None]:
 
 
 def read_yaml(
-    path: str | Path, *, error: type[Exception] = ConfigError, what: str = "a YAML file"
+    path: str | PathLike[str], *, error: type[Exception] = ConfigError, what: str = "a YAML file"
 ) -> tuple[dict[str, Any], yaml.Node | None]:
     """The top-level mapping of one YAML file and its node tree (for line numbers); an empty file is {}.
 
     `error` on an unreadable file, bytes that are not UTF-8, malformed YAML or a top level that is not a
     mapping; `what` says what the file should be."""
-    path = Path(path)
+    path = path_text(path)  # named in messages as pathlib names it, without its import (scan start)
     try:
-        text = path.read_text()
+        with open(path) as stream:
+            text = stream.read()
     except UnicodeDecodeError as exc:
         raise error(f"{path}: not a text file (bytes that are not UTF-8): pass {what}") from exc
     except OSError as exc:
@@ -117,7 +119,7 @@ def read_yaml(
 def validate(
     model: type[M],
     data: dict[str, Any],
-    path: str | Path,
+    path: str | PathLike[str],
     node: yaml.Node | None = None,
     *,
     error: type[Exception] = ConfigError,
@@ -140,7 +142,11 @@ def validate(
 
 
 def load_yaml_model(
-    path: str | Path, model: type[M], *, error: type[Exception] = ConfigError, what: str = "a YAML file"
+    path: str | PathLike[str],
+    model: type[M],
+    *,
+    error: type[Exception] = ConfigError,
+    what: str = "a YAML file",
 ) -> M:
     """Parse and validate one YAML file; `error` on malformed YAML, unknown keys or bad values."""
     data, node = read_yaml(path, error=error, what=what)

@@ -15,9 +15,9 @@ import errno
 import gc
 import os
 import sys
-from pathlib import Path
 
 from agent.cli.scan_options import OPTIONS, ScanOption
+from tools.files import path_text
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (tools/__init__.py)
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ def _value(opt: ScanOption, text: str) -> Any:
         return int(text)
     if opt.choices and text not in opt.choices:
         return None
-    return Path(text) if opt.is_path else text
+    return path_text(text) if opt.is_path else text  # as typer hands the command a Path
 
 
 def parse_scan_args(args: list[str]) -> dict[str, Any] | None:
@@ -79,7 +79,7 @@ def parse_scan_args(args: list[str]) -> dict[str, Any] | None:
         values[opt.dest] = value
     if path is None:
         return None
-    return {"path": Path(path), **values}
+    return {"path": path_text(path), **values}
 
 
 def run_scan_without_typer(args: list[str]) -> None:

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from pathlib import Path
 
 from tools.records import Failure
 from tools.scan.report import ScanReport
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (tools/__init__.py)
 if TYPE_CHECKING:
+    from os import PathLike
+
     from rich.table import Table
 
 
@@ -76,9 +77,10 @@ def _render(report: ScanReport, fmt: str) -> str:
     return "[\n" + ",\n".join(json.dumps(item) for item in items) + "\n]"
 
 
-def _write(path: Path, text: str) -> None:
+def _write(path: str | PathLike[str], text: str) -> None:
     try:
-        path.write_text(text + "\n", encoding="utf-8")
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(text + "\n")
     except OSError as exc:
         raise ScanUsageError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
@@ -149,7 +151,7 @@ def _statistics(report: ScanReport) -> Table:
     return table
 
 
-def emit(report: ScanReport, fmt: str, output: Path | None, statistics: bool) -> None:
+def emit(report: ScanReport, fmt: str, output: str | PathLike[str] | None, statistics: bool) -> None:
     """Print (or write to `output`) the report in `fmt` (table, json or sarif), then the notes."""
     terminal = sys.stdout is not None and sys.stdout.isatty()  # rich's tables there, whole lines elsewhere
     if statistics:

@@ -3,18 +3,20 @@ typer-free start (scan_argv.py) both end here, so they scan, print and exit alik
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from agent.cli.scan_output import ScanUsageError, emit
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (tools/__init__.py)
+if TYPE_CHECKING:
+    from os import PathLike
 
 
 def scan_exit_status(
-    path: Path,
+    path: str | PathLike[str],
     *,
     profile: str | None,
     hipify: bool | None,
     fmt: str,
-    output: Path | None,
+    output: str | PathLike[str] | None,
     jobs: int | None,
     include_vendored: bool,
     exclude: list[str] | None,

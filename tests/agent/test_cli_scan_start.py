@@ -144,17 +144,19 @@ def test_a_reader_that_stops_early_gets_the_same_exit_as_from_the_typer_command(
     assert "Traceback" not in outcomes[0][1]
 
 
-WATCHED = ("typer", "pydantic", "rich", "_hashlib", "typing", "dataclasses")
+WATCHED = ("typer", "pydantic", "rich", "_hashlib", "typing", "dataclasses", "pathlib")
 """Modules a plain scan process does without: typer/pydantic/rich ~0.3 s, OpenSSL's _hashlib ~4 ms,
-typing ~4 ms (tools/__init__.py) and dataclasses ~7 ms with the records it made (tools/record_base.py)
-of every start."""
+typing ~4 ms (tools/__init__.py), dataclasses ~7 ms with the records it made (tools/record_base.py)
+and pathlib ~4 ms (tools/files.py path_text) of every start."""
 
 
 def _modules_at_exit(args: list[str], cwd: Path, watched: tuple[str, ...] = WATCHED) -> set[str]:
+    """The watched modules rocport imported: those the interpreter loaded before it (an editable
+    install's import hook imports pathlib in every process of its venv) are not rocport's doing."""
     probe = (
-        f"import atexit, sys\nWATCHED = {watched!r}\n"
-        "atexit.register(lambda: print('loaded:', *sorted(m for m in WATCHED if m in sys.modules), file=sys.stderr))\n"
-        + ENTRY
+        f"import atexit, sys\nWATCHED = {watched!r}\nBEFORE = set(sys.modules)\n"
+        "atexit.register(lambda: print('loaded:', *sorted(m for m in WATCHED if m in set(sys.modules) - BEFORE),"
+        " file=sys.stderr))\n" + ENTRY
     )
     _, _, stderr = _run(probe, args, cwd, {**os.environ, "ROCPORT_CACHE_DIR": str(cwd / "cache")})
     return set(stderr.strip().splitlines()[-1].split()[1:])

@@ -28,7 +28,7 @@ What counts as guarded (decided here, tested in tests/tools/scan):
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 from tools.records import Failure
 from tools.scan.repo import scan_tree
@@ -58,7 +58,7 @@ def resolve_hipify(profile: ScanProfile | None, hipify: bool | None) -> bool:
 
 
 def scan_report(
-    path: str | Path,
+    path: str | os.PathLike[str],
     *,
     profile: ScanProfile | None = None,
     jobs: int | None = None,
@@ -66,7 +66,7 @@ def scan_report(
     include_vendored: bool = False,
     exclude: tuple[str, ...] | None = None,
     select: tuple[str, ...] = (),
-    cache_dir: Path | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
 ) -> ScanReport:
     """Scan a repo (or one file): findings plus what was skipped and why. With a profile, the ROCm
     build's own source list splits findings (compiled for ROCm / not built) and tests/, benchmarks/,
@@ -81,7 +81,7 @@ def scan_report(
 
         def build() -> BuildList | None:  # read while forked copies scan (tools/scan/fork.py)
             try:
-                return read_build_list(Path(path), sources)
+                return read_build_list(path, sources)
             except (OSError, SyntaxError, ValueError) as exc:
                 raise ScanError(
                     f"cannot read the ROCm source list named by profile {name}: {exc}; "
@@ -101,7 +101,7 @@ def scan_report(
 
 
 def scan_repo(
-    path: str | Path,
+    path: str | os.PathLike[str],
     *,
     profile: ScanProfile | None = None,
     jobs: int | None = None,
@@ -115,15 +115,15 @@ def scan_repo(
 
 
 def scan_file(
-    path: str | Path,
+    path: str | os.PathLike[str],
     *,
-    root: str | Path | None = None,
+    root: str | os.PathLike[str] | None = None,
     profile: ScanProfile | None = None,
     hipify: bool | None = None,
 ) -> list[Failure]:
     """Findings of one file on its own (compat headers it includes are not followed); paths in the
     findings are relative to `root` (default: the file's directory)."""
-    if not Path(path).is_file():
+    if not os.path.isfile(path):
         raise ScanError(f"{path}: not a file; pass a C++/CUDA or Python source file")
     return scan_tree(path, root=root, hipify=resolve_hipify(profile, hipify), jobs=1).findings
 

@@ -19,7 +19,6 @@ import glob
 import os
 import re
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 
 from tools.files import read_regular_text
 from tools.scan.cmake_conditions import Condition, Quoted, and3, not3, or3
@@ -84,7 +83,7 @@ def _plan(raw: str) -> _Plan:
 
 
 class _Interpreter:
-    def __init__(self, root: Path, variables: dict[str, str], plans: dict[str, _Plan] | None = None):
+    def __init__(self, root: str, variables: dict[str, str], plans: dict[str, _Plan] | None = None):
         """`plans`: argument tokenizations shared with other runs over the same file."""
         self.plans: dict[str, _Plan] = {} if plans is None else plans
         self.root = root
@@ -157,10 +156,11 @@ class _Interpreter:
             self._list(args[0], args[1], args[2:])
         elif name == "file" and len(args) >= 3 and args[0] in ("GLOB", "GLOB_RECURSE") and args[1]:
             found = [
-                Path(p).relative_to(self.root).as_posix()
+                rel
                 for pattern in args[2:]
                 if pattern
-                for p in glob.glob(str(self.root / pattern), recursive=args[0] == "GLOB_RECURSE")
+                for p in glob.glob(os.path.join(self.root, pattern), recursive=args[0] == "GLOB_RECURSE")
+                if _inside(rel := os.path.relpath(p, self.root))
             ]
             self._assign(args[1], sorted(found), certain)
         elif name in TARGET_COMMANDS or name.endswith("_add_library"):
@@ -191,21 +191,28 @@ class _Interpreter:
             self.vars[var] = None
 
 
-def cmake_sources(repo: Path, cmake_file: str, variables: dict[str, str]) -> set[str]:
+def _inside(rel: str) -> bool:
+    """A relative path that stays inside its base (no leading `..`)."""
+    return rel != ".." and not rel.startswith("../")
+
+
+def cmake_sources(repo: str | os.PathLike[str], cmake_file: str, variables: dict[str, str]) -> set[str]:
     """Repo-relative sources the CMake build compiles under `variables` (e.g. VLLM_GPU_LANG=HIP)."""
     return cmake_source_lists(repo, cmake_file, variables)[0]
 
 
-def cmake_source_lists(repo: Path, cmake_file: str, *settings: dict[str, str]) -> list[set[str]]:
+def cmake_source_lists(
+    repo: str | os.PathLike[str], cmake_file: str, *settings: dict[str, str]
+) -> list[set[str]]:
     """cmake_sources under each set of variables, one set per argument (the ROCm and the CUDA
     build): the file is read and tokenized once."""
-    path = repo / cmake_file
+    path = os.path.join(repo, cmake_file)
     commands = list(_commands(read_regular_text(path)))
-    base = path.parent.relative_to(repo).as_posix()
+    base = os.path.relpath(os.path.dirname(path), repo)
     out = []
     plans: dict[str, _Plan] = {}
     for variables in settings:
-        interpreter = _Interpreter(path.parent, variables, plans)
+        interpreter = _Interpreter(os.path.dirname(path), variables, plans)
         interpreter.run(commands)
         out.append(
             {
@@ -217,9 +224,10 @@ def cmake_source_lists(repo: Path, cmake_file: str, *settings: dict[str, str]) -
     return out
 
 
-def setup_py_sources(repo: Path, setup_file: str) -> set[str]:
+def setup_py_sources(repo: str | os.PathLike[str], setup_file: str) -> set[str]:
     """Repo-relative sources named by string literals in a setup script (beside it or from the root)."""
-    path = repo / setup_file
+    path = os.path.join(repo, setup_file)
+    real_repo = os.path.realpath(repo)
     tree = ast.parse(read_regular_text(path))
     out = set()
     for node in ast.walk(tree):
@@ -228,8 +236,11 @@ def setup_py_sources(repo: Path, setup_file: str) -> set[str]:
             and isinstance(node.value, str)
             and node.value.endswith(SOURCE_SUFFIXES)
         ):
-            for base in (path.parent, repo):
-                if (base / node.value).is_file():
-                    out.add((base / node.value).resolve().relative_to(repo.resolve()).as_posix())
+            for base in (os.path.dirname(path), repo):
+                named = os.path.join(base, node.value)
+                if os.path.isfile(named):
+                    rel = os.path.relpath(os.path.realpath(named), real_repo)
+                    if _inside(rel):  # a file outside the repo is no file the scan reads
+                        out.add(rel)
                     break
     return out

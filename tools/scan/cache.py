@@ -16,7 +16,6 @@ from __future__ import annotations
 import marshal
 import os
 from functools import lru_cache
-from pathlib import Path
 
 from tools.cpp.build_configs import Macro
 from tools.digests import sha256
@@ -42,23 +41,24 @@ Stamp = tuple[int, int, int]
 """(size, mtime in ns, inode) of a source file when its result was stored."""
 
 
-def default_cache_dir() -> Path:
+def default_cache_dir() -> str:
     """$ROCPORT_CACHE_DIR/scan, else $XDG_CACHE_HOME/rocport/scan, else ~/.cache/rocport/scan."""
     base = os.environ.get("ROCPORT_CACHE_DIR")
     if base:
-        return Path(base) / "scan"
+        return os.path.join(base, "scan")
     xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(xdg) / "rocport" / "scan"
+    return os.path.join(xdg, "rocport", "scan")
 
 
 @lru_cache(maxsize=1)
 def scanner_version() -> str:
     """A hash of the scanner's own source: results from another version are never reused."""
     digest = sha256()
-    here = Path(__file__).resolve().parent
-    for folder in (here, here.parent / "cpp"):
-        for path in sorted(folder.glob("*.py")):
-            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    here = os.path.dirname(os.path.realpath(__file__))
+    for folder in (here, os.path.join(os.path.dirname(here), "cpp")):
+        for name in sorted(n for n in os.listdir(folder) if n.endswith(".py")):
+            with open(os.path.join(folder, name), "rb") as source:
+                digest.update(name.encode() + b"\0" + source.read())
     return digest.hexdigest()[:16]
 
 
@@ -97,15 +97,16 @@ def stamp(path: str) -> Stamp | None:
 class ResultCache:
     """The stored results for one scanned root and hipify setting; `save()` writes what changed."""
 
-    def __init__(self, directory: Path, root: Path, hipify: bool):
-        self.root = str(root)
+    def __init__(self, directory: str | os.PathLike[str], root: str | os.PathLike[str], hipify: bool):
+        self.root = os.fspath(root)
         key = f"{os.path.realpath(root)}\0{hipify}\0{scanner_version()}"
-        self.path = directory / (sha256(key.encode()).hexdigest()[:24] + ".marshal")
+        self.path = os.path.join(directory, sha256(key.encode()).hexdigest()[:24] + ".marshal")
         self.entries: dict[str, tuple[Stamp, PackedResult]] = {}
         self.dirty = False
         try:
             # our own cache in rocport's private directory, written by save() below, never downloaded
-            loaded = marshal.loads(self.path.read_bytes())  # noqa: S302
+            with open(self.path, "rb") as stored:
+                loaded = marshal.loads(stored.read())  # noqa: S302
             if isinstance(loaded, dict):
                 self.entries = loaded
         except (OSError, ValueError, EOFError, TypeError):
@@ -141,9 +142,9 @@ class ResultCache:
         # Only files this scan looked at stay: deleted and renamed files drop out.
         kept = {k: v for k, v in self.entries.items() if k.split("\0", 1)[0] in self.stamps}
         try:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
             data = marshal.dumps(kept)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(self.path), suffix=".tmp")
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
             os.replace(tmp, self.path)

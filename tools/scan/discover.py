@@ -7,7 +7,6 @@ import fnmatch
 import os
 import re
 from functools import lru_cache
-from pathlib import Path
 
 from tools.scan.scanner import is_scannable
 
@@ -44,7 +43,7 @@ def _exclusion(patterns: tuple[str, ...]) -> re.Pattern[str]:
 
 
 def discover(
-    root: Path, *, include_vendored: bool = False, exclude: tuple[str, ...] = ()
+    root: str | os.PathLike[str], *, include_vendored: bool = False, exclude: tuple[str, ...] = ()
 ) -> tuple[list[str], list[tuple[str, str]]]:
     """Scannable repo-relative paths under root (sorted, `exclude` globs left out), and unreadable
     directories with reasons. Symlinks are not followed out of the tree."""

@@ -11,11 +11,11 @@ from __future__ import annotations
 import gc
 import os
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Callable
+from functools import wraps
 
 from tools.cpp.tree import IncludeGraph, seed_for
+from tools.files import path_text
 from tools.records import Failure
 from tools.scan.cache import ResultCache, pack, seed_key, unpack
 from tools.scan.catalog import IDENTIFIER_RE
@@ -31,7 +31,11 @@ from tools.scan.scanner import FileResult, scan_path
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time (tools/__init__.py)
 if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
     from tools.scan.cache import PackedResult
+
+    _F = TypeVar("_F", bound=Callable[..., Any])
 
 _HEADER_KINDS = ("cuda_header", "cub", "cuda_std")
 PARALLEL_MIN_FILES = 1500
@@ -51,7 +55,7 @@ def _scan_chunk_packed(root: str, rels: list[str], hipify: bool) -> list[PackedR
 
 
 def _scan_all(
-    root: Path,
+    root: str,
     rels: list[str],
     hipify: bool,
     jobs: int | None,
@@ -70,20 +74,20 @@ def _scan_all(
 
 
 def _scan_fresh(
-    root: Path, rels: list[str], hipify: bool, jobs: int | None, meanwhile: Callable[[], object]
+    root: str, rels: list[str], hipify: bool, jobs: int | None, meanwhile: Callable[[], object]
 ) -> list[FileResult]:
     if len(rels) < PARALLEL_MIN_FILES:
         # Forked copies as asked (-j N), else one per idle core: where the other cores are busy, as on a
         # shared machine, a copy costs CPU (each warms its own memos) and gains no wall time.
         copies = min(jobs if jobs is not None else idle_cores(), len(rels) // FORK_MIN_FILES)
         if copies > 1 and can_fork():
-            return scan_forked(rels, copies, lambda share: _scan_chunk(str(root), share, hipify), meanwhile)
+            return scan_forked(rels, copies, lambda share: _scan_chunk(root, share, hipify), meanwhile)
         meanwhile()
-        return _scan_chunk(str(root), rels, hipify)
+        return _scan_chunk(root, rels, hipify)
     workers = jobs if jobs is not None else min(len(os.sched_getaffinity(0)), 8)
     if workers <= 1:
         meanwhile()
-        return _scan_chunk(str(root), rels, hipify)
+        return _scan_chunk(root, rels, hipify)
     chunks = [rels[i : i + _CHUNK] for i in range(0, len(rels), _CHUNK)]
     # Imported only when workers are forked: most trees scan in one process, and these imports
     # cost ~5 ms of every `rocport scan` start.
@@ -91,7 +95,7 @@ def _scan_fresh(
     from multiprocessing import get_context
 
     with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
-        parts = pool.map(_scan_chunk_packed, [str(root)] * len(chunks), chunks, [hipify] * len(chunks))
+        parts = pool.map(_scan_chunk_packed, [root] * len(chunks), chunks, [hipify] * len(chunks))
         meanwhile()
         return [unpack(packed) for part in parts for packed in part]
 
@@ -129,7 +133,7 @@ def _work(f: Failure) -> bool:
 
 
 def _rescan_with_header_macros(
-    root: Path, results: dict[str, FileResult], hipify: bool, cache: ResultCache | None
+    root: str, results: dict[str, FileResult], hipify: bool, cache: ResultCache | None
 ) -> IncludeGraph:
     """Scan again, with the macros its headers define, each file whose `#if`s read one of them
     (`#if VLLM_FP8_CVT_X2` where core/cuda_compat.h defines it per build). Few files qualify."""
@@ -161,48 +165,51 @@ def _rescan_with_header_macros(
     return graph
 
 
-@contextmanager
-def _without_cycle_collection() -> Iterator[None]:
-    """Cyclic GC paused (then restored): a scan makes hundreds of thousands of short-lived lists,
-    tuples and records, none in a reference cycle, and the collector kept walking them (~4% of a
-    scan of vLLM's csrc). Reference counting still frees everything as before."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+def _without_cycle_collection(scan: _F) -> _F:
+    """`scan` with cyclic GC paused (then restored): a scan makes hundreds of thousands of short-lived
+    lists, tuples and records, none in a reference cycle, and the collector kept walking them (~4% of
+    a scan of vLLM's csrc). Reference counting still frees everything as before."""
+
+    @wraps(scan)
+    def paused(*args: Any, **kwargs: Any) -> Any:
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return scan(*args, **kwargs)
+        finally:
+            if enabled:
+                gc.enable()
+
+    return paused  # type: ignore[return-value]
 
 
-@_without_cycle_collection()
+@_without_cycle_collection
 def scan_tree(
-    path: str | Path,
+    path: str | os.PathLike[str],
     *,
     hipify: bool = False,
     jobs: int | None = None,
     include_vendored: bool = False,
-    root: str | Path | None = None,
+    root: str | os.PathLike[str] | None = None,
     exclude: tuple[str, ...] = (),
     build: BuildList | Callable[[], BuildList | None] | None = None,
     select: tuple[str, ...] = (),
-    cache_dir: Path | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
 ) -> ScanReport:
     """Scan a directory (or one file, named relative to `root`) and return findings plus skip notes.
     With a ROCm build list, findings outside the files it compiles go to `not_built` (a function that
     reads it runs while forked copies scan); `select` keeps only those kinds; with `cache_dir`, files
     unchanged since the last scan are not read."""
     started = time.perf_counter()
-    target = Path(path)
-    if not target.exists():
+    target = path_text(path)  # paths as pathlib would print them, without its import (tools/files.py)
+    if not os.path.exists(target):
         raise ScanError(f"{path}: no such file or directory; pass a repo checkout or a source file")
-    if target.is_file():
-        base = Path(root) if root is not None else target.parent
-        try:
-            rel = target.resolve().relative_to(base.resolve()).as_posix()
-        except ValueError as exc:
-            raise ScanError(f"{path} is not inside {base}") from exc
-        root, rels = base, [rel]
+    if os.path.isfile(target):
+        base = path_text(root if root is not None else os.path.dirname(target))
+        full, inside = os.path.realpath(target), os.path.realpath(base)
+        if full != inside and not full.startswith(inside.rstrip("/") + "/"):
+            raise ScanError(f"{path} is not inside {base}")
+        root, rels = base, [os.path.relpath(full, inside)]
         problems: list[tuple[str, str]] = []
     else:
         root = target
@@ -239,7 +246,7 @@ def scan_tree(
     in_build = [f for f in kept if f.file in compiled and (build_list is None or real_blocker(f))]
     outside = [f for f in kept if f.file not in compiled and f.file not in rocm_only and _work(f)]
     report = ScanReport(
-        str(root),
+        root,
         dedupe_signatures(in_build),
         len(rels),
         sorted(problems + [(r.path, r.note) for r in results.values() if r.note]),

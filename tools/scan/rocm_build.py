@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import posixpath
 from collections import Counter
-from pathlib import Path
 
 from tools.records import Failure
 from tools.scan.build_lists import cmake_source_lists, cmake_sources, setup_py_sources
@@ -80,20 +79,26 @@ class NotBuilt:
         return f"{counts}{needs}"
 
 
-def _repo_root(start: Path, relative_file: str) -> Path | None:
-    for candidate in (start, *start.parents):
-        if (candidate / relative_file).is_file():
+def _repo_root(start: str, relative_file: str) -> str | None:
+    """The nearest of `start` (an absolute, resolved directory) and its ancestors holding the file."""
+    candidate = start
+    while True:
+        if os.path.isfile(os.path.join(candidate, relative_file)):
             return candidate
-    return None
+        parent = os.path.dirname(candidate)
+        if parent == candidate:
+            return None
+        candidate = parent
 
 
-def read_build_list(scan_dir: Path, spec: RocmSources) -> BuildList | None:
+def read_build_list(scan_dir: str | os.PathLike[str], spec: RocmSources) -> BuildList | None:
     """The ROCm units under `scan_dir`, found from the nearest ancestor holding the spec's file;
     None when the tree has no such file (then every file counts as possibly compiled)."""
     named = spec.cmake or spec.setup_py
-    if not named or not scan_dir.is_dir():
+    if not named or not os.path.isdir(scan_dir):
         return None
-    repo = _repo_root(scan_dir.resolve(), named)
+    scanned = os.path.realpath(scan_dir)
+    repo = _repo_root(scanned, named)
     if repo is None:
         return None
     if spec.cmake:
@@ -107,7 +112,7 @@ def read_build_list(scan_dir: Path, spec: RocmSources) -> BuildList | None:
     else:
         units, rocm_only = setup_py_sources(repo, named), set()
         described = f"sources of {named}"
-    prefix = scan_dir.resolve().relative_to(repo).as_posix()
+    prefix = os.path.relpath(scanned, repo)
     return BuildList(_under(units, prefix), described, _under(rocm_only, prefix), _source_root(units, prefix))
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 
 from tools.cpp.build_configs import Macro, cuda_config, rocm_config
 from tools.cpp.lines import rocm_only_file
@@ -109,7 +108,7 @@ def is_scannable(rel: str) -> bool:
     return rel.endswith(CPP_SUFFIXES) or rel.endswith(PY_SUFFIXES)
 
 
-def read_source(path: str | Path) -> tuple[bytes | None, str | None]:
+def read_source(path: str | os.PathLike[str]) -> tuple[bytes | None, str | None]:
     """The file's bytes, or None and the reason it is skipped."""
     try:
         data = read_regular(path, MAX_BYTES + 1)
@@ -160,7 +159,9 @@ def scan_source(rel: str, data: bytes, *, hipify: bool = False, seed: Seed | Non
     return result
 
 
-def scan_path(root: str | Path, rel: str, *, hipify: bool = False, seed: Seed | None = None) -> FileResult:
+def scan_path(
+    root: str | os.PathLike[str], rel: str, *, hipify: bool = False, seed: Seed | None = None
+) -> FileResult:
     """Read and scan `root/rel` (read exactly once)."""
     data, note = read_source(os.path.join(root, rel))
     if data is None:

@@ -77,6 +77,20 @@ def test_setup_py_reader(tmp_path):
     assert setup_py_sources(tmp_path, "kernel/setup_rocm.py") == {"kernel/csrc/a.cu", "kernel/csrc/b.cpp"}
 
 
+def test_build_list_entries_outside_the_repo_are_left_out_not_an_error(tmp_path):
+    """A setup script or CMake glob that names a file above the repo (`../shared/k.cu`, or a symlink
+    out of it) lists nothing the scan reads; the scan still reads the rest of the list."""
+    repo = tmp_path / "repo"
+    write(tmp_path, {"shared/k.cu": "", "repo/csrc/a.cu": "", "repo/csrc/b.cu": ""})
+    (repo / "csrc" / "out.cu").symlink_to(tmp_path / "shared" / "k.cu")
+    (repo / "setup_rocm.py").write_text('sources = ["csrc/a.cu", "../shared/k.cu", "csrc/out.cu"]\n')
+    assert setup_py_sources(repo, "setup_rocm.py") == {"csrc/a.cu"}
+    (repo / "CMakeLists.txt").write_text(
+        "file(GLOB KS csrc/*.cu ../shared/*.cu)\nset_property(TARGET k SOURCES ${KS})\nadd_library(k ${KS})\n"
+    )
+    assert cmake_sources(repo, "CMakeLists.txt", {}) == {"csrc/a.cu", "csrc/b.cu", "csrc/out.cu"}
+
+
 BUILD_TREE = {
     "CMakeLists.txt": CMAKE,
     "csrc/compat.h": COMPAT,
