@@ -109,6 +109,15 @@ UNTIL_HELP = (
 )
 
 
+def _run_errors() -> tuple[type[Exception], ...]:
+    """The errors a run itself ends with (a one-line `rocport: error:`), imported when one is raised."""
+    from agent.loop.nodes.checkout import CheckoutError
+    from agent.loop.port import PortError
+    from agent.loop.store import StoreError
+
+    return (PortError, CheckoutError, StoreError)
+
+
 def _check_machine(job: PortJob) -> None:
     """The target against the build image's labels, a fixed server port against what already listens."""
     from agent.loop.nodes.env import job_image
@@ -143,10 +152,7 @@ def port(
     ),
 ) -> None:
     """Port a framework to ROCm: preflight, build, diagnose, patch, rebuild, load, serve, benchmark, report."""
-    from agent.loop.nodes.checkout import CheckoutError
     from agent.loop.observer import JsonlSink, RichProgress
-    from agent.loop.port import PortError, resume_port, start_port
-    from agent.loop.store import StoreError
 
     console = output_console(stderr=True)
     if resume is None and not config:
@@ -169,12 +175,18 @@ def port(
             if progress:
                 progress.__enter__()
             try:
+                # the loop (LangGraph, ~1 s of CPU to import) only once the job is known to be good:
+                # a mistyped path or key is answered in a third of the time
                 if resume is None:
                     job = load_job(config)
                     _check_checkpoint(job)
                     _check_machine(job)
+                    from agent.loop.port import start_port
+
                     result = start_port(job, sinks=sinks, review=review)
                 else:
+                    from agent.loop.port import resume_port
+
                     result = resume_port(resume, sinks=sinks, review=review, answer=answer)
             finally:
                 if progress:
@@ -182,12 +194,14 @@ def port(
             if result.status != "paused" or json_events or not sys.stdin.isatty():
                 break
             resume, answer = result.run_id, _ask_review(console, result.review or [])
-    except (JobError, ProfileError, PortError, CheckoutError, StoreError) as exc:
+    except (JobError, ProfileError) as exc:
         raise fail(str(exc)) from exc
     except SandboxError as exc:
         raise fail(
             f"{exc} (fix it, then continue with `rocport port --resume RUN_ID`; see `rocport runs`)"
         ) from exc
+    except _run_errors() as exc:  # evaluated only for an exception the clauses above did not take
+        raise fail(str(exc)) from exc
     if result.status == "paused":
         console.print(
             f"paused for review: {len(result.review or [])} LLM patch(es); continue with "
