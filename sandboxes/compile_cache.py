@@ -23,7 +23,6 @@ import shlex
 import shutil
 import tempfile
 import time
-from typing import TYPE_CHECKING, Any
 
 from sandboxes.compile_deps import (
     atomic_write,
@@ -42,7 +41,10 @@ from sandboxes.compile_deps import (
 )
 from sandboxes.compile_lines import anchors, moved
 
+TYPE_CHECKING = False  # typing's, not imported in every shim process (compile_worker.py)
 if TYPE_CHECKING:
+    from typing import Any
+
     from sandboxes.compile_deps import Result
 
 __all__ = ["cached_compile", "file_digest", "index_compile", "preprocessed_deps", "run_argv", "split_compile"]

@@ -19,10 +19,10 @@ import signal
 import subprocess
 import tempfile
 import time
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing's, not imported in every shim process (compile_worker.py)
 if TYPE_CHECKING:
-    from typing import TypeAlias
+    from typing import Any, TypeAlias
 
     Result: TypeAlias = dict[str, Any]
     """A compile's answer as the worker writes it: returncode, stdout, stderr, duration_s, timed_out,

@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
-from typing import Any
+
+TYPE_CHECKING = False  # typing's, not imported in every shim process (compile_worker.py)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 _MARKER = re.compile(rb'\s*#\s*(?:line\s+)?(\d+)(?:\s+"((?:[^"\\]|\\.)*)")?')
 _REF = re.compile(

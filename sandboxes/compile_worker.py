@@ -17,8 +17,6 @@ import shutil
 import signal
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
 
 # sandboxes/compile_cache.py and compile_deps.py, copied beside this file (the host's package shadowed)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -26,7 +24,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sandboxes.compile_cache import cached_compile, index_compile, run_argv, split_compile
 from sandboxes.compile_deps import CANCEL_WARMUPS, PROMOTE_WARMUPS, atomic_write, read_text
 
+TYPE_CHECKING = False  # typing's, not imported in every shim process (a compile of a build each)
 if TYPE_CHECKING:
+    from typing import Any
+
     from sandboxes.compile_deps import Result
 
 _SHELL = set("|&;<>()$`\\\"'*?[]#~=%!{}")
@@ -120,6 +121,10 @@ def serve(spool: str) -> None:
     # (kill -9, a crash), and nobody will ask again. In a container the container's end does this.
     owner = os.getppid()
     idle = 0.02
+    # here, not at the top: a shim (one per compile of a build) needs no pool, and the import brings
+    # logging and traceback (on Python 3.14 `_colorize` and `dataclasses` too), ~25 ms a process
+    from concurrent.futures import ThreadPoolExecutor
+
     cores = max(2, os.cpu_count() or 2)
     pool = ThreadPoolExecutor(cores)
     # half as many warm-ups as cores (two at least): idle cores fill without doubling a big build's memory

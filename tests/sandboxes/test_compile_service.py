@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import time
 from pathlib import Path
@@ -281,3 +282,32 @@ def test_a_header_spelled_two_ways_is_one_file_when_judging_stored_warnings():
     assert messages_still_true(warned, now)  # only compat.h changed, and no message names it
     assert not messages_still_true(warned, [[now[0][0], "200:1"], now[1]])
     assert not messages_still_true({**warned, "stderr": "csrc/compat.h:3:1: warning: x\n"}, now)
+
+
+def test_a_shim_compiles_without_loading_the_services_pool_or_typing(tmp_path: Path):
+    """A build runs one shim process per compile: it needs the cache, not the service's thread pools
+    (concurrent.futures brings logging and traceback; on Python 3.14 `dataclasses` too) nor `typing`.
+    Only what the worker imported counts (this machine's python3 may load more at start-up)."""
+    from sandboxes.compile_service import write_spool
+
+    build_prefix = write_spool(tmp_path / "spool")  # what a build sources: the cache's env, the shims
+    worker = str(tmp_path / "spool" / "compile_worker.py")
+    (tmp_path / "a.c").write_text("int f(void) { return 2; }\n")
+    probe = (
+        "import runpy, sys\nbefore = set(sys.modules)\n"
+        f"sys.argv = [{worker!r}, 'shim', 'cc', '-c', 'a.c', '-o', 'a.o']\n"
+        f"try:\n    runpy.run_path({worker!r}, run_name='__main__')\nexcept SystemExit as end:\n"
+        "    print(end.code, *sorted(set(sys.modules) - before))\n"
+    )
+    proc = subprocess.run(
+        ["bash", "-c", f"{build_prefix}python3 -c {shlex.quote(probe)}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    status, *imported = proc.stdout.split()
+    assert status == "0" and (tmp_path / "a.o").is_file(), proc.stderr[-2000:]
+    assert "sandboxes.compile_cache" in imported  # it did go through the cache
+    assert not set(imported) & {"concurrent.futures", "logging", "typing", "dataclasses"}, imported
