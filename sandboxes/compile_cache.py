@@ -43,8 +43,6 @@ from sandboxes.compile_lines import anchors, moved
 
 TYPE_CHECKING = False  # typing's, not imported in every shim process (compile_worker.py)
 if TYPE_CHECKING:
-    from typing import Any
-
     from sandboxes.compile_deps import Result
 
 __all__ = ["cached_compile", "file_digest", "index_compile", "preprocessed_deps", "run_argv", "split_compile"]
@@ -106,7 +104,7 @@ def _store(
     result: Result,
     obj: str,
     deps: list[list[str]] | None = None,
-    lines: list[list[Any]] | None = None,
+    lines: list[list[object]] | None = None,
 ) -> None:
     """Keep a compile's answer (and object). `deps`: what it read; with them a success that printed
     warnings is found by its line-marker-free input too, while its warnings name no changed file.
