@@ -16,6 +16,7 @@ import os
 from collections import namedtuple
 
 from tools.digests import sha256
+from tools.files import path_suffix
 
 PROFILE_DIR = os.path.join(os.path.dirname(__file__), "profiles")
 """Where the bundled profiles live (agent.profiles.PROFILE_DIR, named here without importing it or
@@ -189,16 +190,9 @@ class ScanView(_ScanViewFields):
 
 def profile_path(name_or_path: str) -> str:
     """The file `load_profile` reads for `name_or_path`: a bundled profile by name, else the path."""
-    if _suffix(name_or_path):
+    if path_suffix(name_or_path):
         return name_or_path
     return os.path.join(PROFILE_DIR, f"{name_or_path}.yaml")
-
-
-def _suffix(name: str) -> str:
-    """`pathlib.PurePath(name).suffix`: the last part's extension, none for `.bashrc`-like names."""
-    last = name.rstrip("/").rpartition("/")[2]
-    dot = last.rfind(".")
-    return last[dot:] if 0 < dot < len(last) - 1 else ""
 
 
 def scan_view(name_or_path: str) -> ScanView | None:

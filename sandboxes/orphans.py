@@ -98,22 +98,32 @@ def _labelled(client: DockerClient) -> list[Container]:
     return []
 
 
+def _sdk_client() -> DockerClient | None:
+    """The Docker SDK's client of DOCKER_HOST's daemon, or None when none answers in time."""
+    import docker
+    from docker.errors import DockerException
+    from requests.exceptions import RequestException
+
+    try:
+        client = docker.from_env(timeout=10)
+        client.ping()
+    except (DockerException, RequestException):
+        return None
+    return client
+
+
 def cleanup_orphans(client: DockerClient | None = None) -> list[str]:
     """Remove rocport containers whose owner process is dead; returns their names."""
     if client is None:
         listed = _listed_labels()
         if listed is not None and all(owner_alive(labels) for labels in listed):
             return []  # no orphan: the SDK is not needed
-    import docker
-    from docker.errors import APIError, DockerException, NotFound
+        client = _sdk_client()
+        if client is None:
+            return []  # no daemon (or none answering in time), so no containers to clean now
+    from docker.errors import APIError, NotFound
     from requests.exceptions import RequestException
 
-    if client is None:
-        try:
-            client = docker.from_env(timeout=10)
-            client.ping()
-        except (DockerException, RequestException):
-            return []  # no daemon (or none answering in time), so no containers to clean now
     removed = []
     for container in _labelled(client):
         if owner_alive(container.labels):

@@ -20,6 +20,13 @@ def path_text(path: str | os.PathLike[str]) -> str:
     return lead + "/".join(part for part in text.split("/") if part not in ("", ".")) or "."
 
 
+def path_suffix(path: str) -> str:
+    """`pathlib.PurePath(path).suffix`: the last part's extension; none for `.bashrc`-like names."""
+    last = path.rstrip("/").rpartition("/")[2]
+    dot = last.rfind(".")
+    return last[dot:] if 0 < dot < len(last) - 1 else ""
+
+
 class NotRegularFile(OSError):
     """The path is a FIFO, socket or device: nothing rocport reads as source."""
 

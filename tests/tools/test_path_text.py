@@ -1,4 +1,4 @@
-"""tools.files.path_text and agent.profile_shape's suffix stand in for pathlib on the scan's start (its
+"""tools.files.path_text and path_suffix stand in for pathlib on the scan's start (its
 import is ~4 ms of a `rocport scan`): they must print and split paths exactly as pathlib does, or the
 typer-free start and the typer command would name the same path differently."""
 
@@ -8,8 +8,7 @@ from pathlib import Path, PurePath
 
 import pytest
 
-from agent.profile_shape import _suffix
-from tools.files import path_text
+from tools.files import path_suffix, path_text
 
 AWKWARD = (
     "", ".", "..", "/", "//", "///", "////a", "//a/b/", "a", "a/", "a//b", "./a/./b//c/", "a/../b", "../a",
@@ -26,4 +25,4 @@ def test_path_text_prints_a_path_as_pathlib_does(text):
 
 @pytest.mark.parametrize("text", AWKWARD)
 def test_a_profile_name_has_a_suffix_where_pathlib_sees_one(text):
-    assert _suffix(text) == PurePath(text).suffix
+    assert path_suffix(text) == PurePath(text).suffix
