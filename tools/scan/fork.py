@@ -2,10 +2,11 @@
 
 A process pool costs more than a tree of a few hundred files takes to scan (its imports, pickling,
 worker start-up). A bare `os.fork` costs ~1 ms: the copy has every module and memo the parent has,
-scans its share and sends the results back through a pipe as marshal'd plain values (the form the
-result cache stores). Results come back in the order of `rels`, whichever process scanned them. A
-copy that fails (killed, out of memory, an exception) is not trusted: the parent scans its share
-itself, so a real error surfaces in the parent with its traceback.
+takes runs of files from a queue it shares with the parent, and sends the results back through a pipe
+as marshal'd plain values (the form the result cache stores). Results come back in the order of
+`rels`, whichever process scanned them. A copy that fails (killed, out of memory, an exception) is not
+trusted: the parent scans what it had taken itself, so a real error surfaces in the parent with its
+traceback.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import marshal
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from tools.scan.cache import pack, unpack
 from tools.scan.scanner import FileResult
@@ -50,20 +51,7 @@ def can_fork() -> bool:
 
 
 RUN = 24
-"""Files per run when `rels` is dealt out (see shares)."""
-
-
-def shares(rels: list[str], parts: int, spare: int = 0) -> list[list[str]]:
-    """`rels` dealt out to `parts` processes in runs of RUN neighbouring files: neighbours share headers,
-    macros and names, whose memoised answers each process would otherwise work out again, and runs dealt
-    in turn even out a cost that bytes do not predict (cut into two byte-equal halves, vLLM's csrc took
-    23 and 31 ms). The first share (this process's) hands its last `spare` runs to the others: it has
-    other work to do meanwhile."""
-    runs = [rels[i : i + RUN] for i in range(0, len(rels), RUN)]
-    dealt: list[list[list[str]]] = [runs[k::parts] for k in range(parts)]
-    for n in range(min(spare, len(dealt[0]) - 1) if parts > 1 else 0):
-        dealt[1 + n % (parts - 1)].append(dealt[0].pop())
-    return [[rel for run in share for rel in run] for share in dealt]
+"""Files per run: the unit the processes take from their shared queue (see scan_forked)."""
 
 
 def scan_forked(
@@ -73,31 +61,64 @@ def scan_forked(
     meanwhile: Callable[[], object] | None = None,
 ) -> list[FileResult]:
     """`scan(rels)` spread over this process and `parts - 1` forked copies; results in `rels` order.
-    `meanwhile`: run here once the copies are started, before this process scans its (smaller) share."""
-    mine, *theirs = shares(rels, parts, spare=1 if meanwhile else 0)
-    children = [(_start(scan, share), share) for share in theirs]
+    `meanwhile`: run here once the copies are started, before this process takes its first files.
+
+    The files are cut into runs of RUN neighbours (neighbours share headers, macros and names, whose
+    memoised answers a process works out once per run it takes) and every process takes the next run
+    from one queue when it is done with its last: a pipe holding the run numbers, which each process
+    reads two bytes at a time (the kernel hands each read to one reader). Dealt out in advance instead,
+    a copy that started later or drew costlier files finished 10-25 ms after this process on vLLM's
+    csrc, with this process idle meanwhile; taken from the queue, all finish within about one run."""
+    runs = [rels[i : i + RUN] for i in range(0, len(rels), RUN)]
+    queue = _queue(len(runs))
+    children: list[tuple[int, int]] = []
     try:
+        children.extend(_start(scan, runs, queue) for _ in range(parts - 1))  # kept as each starts
         if meanwhile is not None:
             meanwhile()
-        results = {r.path: r for r in scan(mine)}
-    finally:  # an error here still reaps the copies
-        collected = [(_collect(pid, fd), share) for (pid, fd), share in children]
-    for packed, share in collected:
-        if packed is None:  # the copy failed: scan its share here
-            results.update((r.path, r) for r in scan(share))
-        else:
+        results = {r.path: r for run in _taken(queue, runs) for r in scan(run)}
+    finally:  # an error here leaves the copies nothing more to take, and still reaps them
+        while os.read(queue, 4096):
+            pass
+        os.close(queue)
+        collected = [_collect(pid, fd) for pid, fd in children]
+    for packed in collected:
+        if packed is not None:
             results.update((p[0], unpack(p)) for p in packed)
+    missing = [rel for rel in rels if rel not in results]  # what a copy that failed had taken
+    if missing:
+        results.update((r.path, r) for r in scan(missing))
     return [results[rel] for rel in rels]
 
 
-def _start(scan: Callable[[list[str]], list[FileResult]], share: list[str]) -> tuple[int, int]:
+def _queue(count: int) -> int:
+    """The read end of a pipe holding the numbers 0..count-1 (two bytes each), its write end closed."""
+    if 2 * count > 65536:  # a pipe holds 64 KiB; the writer would wait for a reader that never comes
+        raise ValueError(f"{count} runs: more than a fork queue holds")
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, b"".join(n.to_bytes(2, "big") for n in range(count)))
+    finally:
+        os.close(write_end)
+    return read_end
+
+
+def _taken(queue: int, runs: list[list[str]]) -> Iterator[list[str]]:
+    """The runs this process takes from the queue, each as it is ready for it, until none is left."""
+    while len(number := os.read(queue, 2)) == 2:
+        yield runs[int.from_bytes(number, "big")]
+
+
+def _start(
+    scan: Callable[[list[str]], list[FileResult]], runs: list[list[str]], queue: int
+) -> tuple[int, int]:
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the copy: scan, write, and leave without running the parent's exit handlers
         status = 1
         try:
             os.close(read_end)
-            data = marshal.dumps([pack(r) for r in scan(share)])
+            data = marshal.dumps([pack(r) for run in _taken(queue, runs) for r in scan(run)])
             with os.fdopen(write_end, "wb") as out:
                 out.write(data)
             status = 0

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.tools.scan.helpers import write
 from tools.scan import scan_report
-from tools.scan.fork import RUN, can_fork, idle_cores, scan_forked, shares
+from tools.scan.fork import RUN, can_fork, idle_cores, scan_forked
 from tools.scan.scanner import scan_path
 
 KERNEL = (
@@ -36,15 +36,29 @@ def _everything(report):
     )
 
 
-def test_shares_deal_runs_of_neighbours_in_turn(tmp_path):
-    rels = [f"csrc/k{i:03}.cu" for i in range(10 * RUN + 5)]
-    parts = shares(rels, 3)
-    assert sorted(rel for part in parts for rel in part) == rels  # every file once
-    assert parts[0][:RUN] == rels[:RUN] and parts[1][:RUN] == rels[RUN : 2 * RUN]  # neighbours stay together
-    assert max(map(len, parts)) - min(map(len, parts)) <= RUN
-    lighter = shares(rels, 3, spare=1)  # this process has other work: one run fewer for it
-    assert len(lighter[0]) == len(parts[0]) - RUN
-    assert sorted(rel for part in lighter for rel in part) == rels
+def test_a_slow_copy_takes_fewer_runs_and_neighbours_stay_together(tmp_path):
+    """The processes take runs of RUN neighbouring files from one queue as each gets free: a copy that
+    is slow (here it sleeps 1 s a run) leaves the runs it has not taken to this process, which would
+    otherwise wait for it with half the tree dealt to it in advance."""
+    import time
+
+    root = _tree(tmp_path, n=8 * RUN)
+    rels = sorted(str(p.relative_to(root)) for p in root.rglob("*.cu"))
+    parent, taken = os.getpid(), tmp_path / "taken"
+    taken.mkdir()
+
+    def scan(share):
+        if os.getpid() != parent:
+            (taken / share[0].replace("/", "_")).write_text("\n".join(share))
+            time.sleep(1)
+        return [scan_path(root, rel) for rel in share]
+
+    results = scan_forked(rels, 2, scan)
+    assert [r.path for r in results] == rels
+    by_copy = [p.read_text().split("\n") for p in taken.iterdir()]
+    assert 1 <= len(by_copy) <= 2  # of 8 runs; dealt in turn, it would have had 4
+    for run in by_copy:  # each a run of RUN neighbours, as sorted
+        assert len(run) == RUN and rels[rels.index(run[0]) : rels.index(run[0]) + RUN] == run
 
 
 def test_idle_cores_counts_only_cores_this_process_may_use():
