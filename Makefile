@@ -3,7 +3,7 @@
 VENV ?= .venv
 ROCPORT := $(VENV)/bin/rocport
 PYTHON := $(VENV)/bin/python
-# `make test`: the suite in parallel on pytest-xdist workers (one per core plus one, tests/conftest.py;
+# `make test`: the suite in parallel on pytest-xdist workers (two more than cores, tests/conftest.py;
 # loadgroup is our scheduler, tests/parallel.py, which keeps a module's tests on one worker where they
 # share a module-scoped fixture), then the tests marked `serial`, which need the machine to themselves
 # (machine-wide container cleanup, client timings), in one process. `make test-serial`: all in one process.

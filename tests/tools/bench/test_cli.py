@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 
+import pytest
 from typer.testing import CliRunner
 
 from agent.cli import app
@@ -19,6 +20,7 @@ def _rocport(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=timeout, check=False)
 
 
+@pytest.mark.serial  # millisecond timings (decode tok/s, TTFT): run alone after the parallel part
 def test_bench_writes_json_prints_a_summary_and_compares(sse_server, tmp_path):
     server = sse_server(Behaviour(ttft_s=0.03, itl_s=0.002))
     a, b = tmp_path / "a.json", tmp_path / "b.json"
