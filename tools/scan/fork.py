@@ -66,9 +66,9 @@ def scan_forked(
     The files are cut into runs of RUN neighbours (neighbours share headers, macros and names, whose
     memoised answers a process works out once per run it takes) and every process takes the next run
     from one queue when it is done with its last: a pipe holding the run numbers, which each process
-    reads two bytes at a time (the kernel hands each read to one reader). Dealt out in advance instead,
-    a copy that started later or drew costlier files finished 10-25 ms after this process on vLLM's
-    csrc, with this process idle meanwhile; taken from the queue, all finish within about one run."""
+    reads two bytes at a time (the kernel hands each read to one reader). However the files' costs
+    fall, and whatever `meanwhile` costs, no process waits for another by more than about one run.
+    (On vLLM's csrc and sgl-kernel halves dealt in advance were already near even: the same wall time.)"""
     runs = [rels[i : i + RUN] for i in range(0, len(rels), RUN)]
     queue = _queue(len(runs))
     children: list[tuple[int, int]] = []
