@@ -52,6 +52,9 @@ def can_fork() -> bool:
 
 RUN = 24
 """Files per run: the unit the processes take from their shared queue (see scan_forked)."""
+QUEUE_MAX = 2048
+"""Runs a queue holds at most: 4 KiB of run numbers, what any pipe holds (a user over the kernel's pipe
+quota gets one page), so it is written whole before anyone reads it."""
 
 
 def scan_forked(
@@ -69,7 +72,8 @@ def scan_forked(
     reads two bytes at a time (the kernel hands each read to one reader). However the files' costs
     fall, and whatever `meanwhile` costs, no process waits for another by more than about one run.
     (On vLLM's csrc and sgl-kernel halves dealt in advance were already near even: the same wall time.)"""
-    runs = [rels[i : i + RUN] for i in range(0, len(rels), RUN)]
+    size = max(RUN, -(-len(rels) // QUEUE_MAX))  # longer runs for a huge tree, never a full queue
+    runs = [rels[i : i + size] for i in range(0, len(rels), size)]
     queue = _queue(len(runs))
     children: list[tuple[int, int]] = []
     try:
@@ -93,8 +97,6 @@ def scan_forked(
 
 def _queue(count: int) -> int:
     """The read end of a pipe holding the numbers 0..count-1 (two bytes each), its write end closed."""
-    if 2 * count > 65536:  # a pipe holds 64 KiB; the writer would wait for a reader that never comes
-        raise ValueError(f"{count} runs: more than a fork queue holds")
     read_end, write_end = os.pipe()
     try:
         os.write(write_end, b"".join(n.to_bytes(2, "big") for n in range(count)))

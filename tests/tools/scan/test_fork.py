@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.tools.scan.helpers import write
 from tools.scan import scan_report
-from tools.scan.fork import RUN, can_fork, idle_cores, scan_forked
+from tools.scan.fork import QUEUE_MAX, RUN, can_fork, idle_cores, scan_forked
 from tools.scan.scanner import scan_path
 
 KERNEL = (
@@ -115,3 +115,19 @@ def test_a_copy_that_fails_has_its_share_scanned_here(tmp_path):
     results = scan_forked(rels, 3, scan)
     assert [r.path for r in results] == rels
     assert [r.findings for r in results] == [scan_path(root, rel).findings for rel in rels]
+
+
+def test_a_tree_longer_than_the_queue_is_taken_in_longer_runs():
+    """More runs of RUN files than the queue holds (it is written whole before anyone reads it): the
+    runs grow, so the queue never fills, and every file is scanned once."""
+    from tools.scan.scanner import FileResult
+
+    rels = [f"k{i:06}.cu" for i in range(QUEUE_MAX * RUN + 5)]
+    calls: list[list[str]] = []
+
+    def scan(share):
+        calls.append(share)
+        return [FileResult(rel) for rel in share]
+
+    assert [r.path for r in scan_forked(rels, 1, scan)] == rels
+    assert len(calls) <= QUEUE_MAX and sorted(rel for run in calls for rel in run) == rels
