@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
-from rich.syntax import Syntax
 
 from agent.cli.app import app, fail
 from agent.cli.output import FORMAT_OPTION, Format, print_listing
@@ -31,6 +30,8 @@ def _ask_review(console: Console, pending: list[dict]) -> dict[int, bool]:
         console.print(
             f"\n[bold]LLM patch[/bold] ({item['proposer']}) for {item['kind']}: {item['rationale']}"
         )
+        from rich.syntax import Syntax  # here: it loads pygments (~10 ms), which only a review needs
+
         console.print(Syntax(item["diff"], "diff", theme="ansi_dark"))
         decisions[item["index"]] = typer.confirm("Apply this patch?", default=False)
     return decisions

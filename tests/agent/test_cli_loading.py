@@ -10,7 +10,8 @@ import agent.cli
 PROBE = (
     "import sys; from agent.cli import main\n"
     "try:\n    main()\nexcept SystemExit:\n    pass\n"
-    "print(' '.join(sorted(m for m in sys.modules if m.startswith('agent.cli.') or m in ('docker', 'langgraph'))))"
+    "watched = ('docker', 'langgraph', 'pygments')\n"
+    "print(' '.join(sorted(m for m in sys.modules if m.startswith('agent.cli.') or m in watched)))"
 )
 
 
@@ -68,3 +69,33 @@ def test_a_port_whose_job_is_wrong_is_answered_before_the_loop_is_imported(tmp_p
     for argv in (["-c", str(tmp_path / "absent.yaml")], ["-c", str(bad_key)]):
         assert not {"langgraph", "docker"} & _loaded("port", *argv), argv
     assert "langgraph" in _loaded("port", "--resume", "no-such-run")
+
+
+def test_listing_runs_or_a_wrong_job_loads_no_syntax_highlighter():
+    """pygments (~10 ms of every start, through rich.syntax) is for showing an LLM patch under review."""
+    assert "pygments" not in _loaded("runs", "--limit", "1")
+    assert "pygments" not in _loaded("port", "-c", "/absent/job.yaml")
+
+
+def test_a_review_at_the_terminal_shows_the_diff_and_takes_the_answer():
+    from click.testing import CliRunner
+    from rich.console import Console
+
+    from agent.cli.port import _ask_review
+
+    pending = [
+        {
+            "index": 3,
+            "proposer": "llm",
+            "kind": "inline_ptx",
+            "rationale": "use __builtin_amdgcn_readfirstlane",
+            "diff": '--- a/k.cu\n+++ b/k.cu\n@@ -1 +1 @@\n-asm("mov.u32 %0, %laneid;");\n+lane = __lane_id();\n',
+        }
+    ]
+    with CliRunner().isolation(input="y\n") as streams:  # stdin answers, stdout captured
+        console = Console(file=sys.stdout, force_terminal=False, width=100)
+        decisions = _ask_review(console, pending)
+        shown = streams[0].getvalue().decode()
+    assert decisions == {3: True}
+    assert "LLM patch (llm) for inline_ptx" in shown and "+lane = __lane_id();" in shown
+    assert "Apply this patch?" in shown
