@@ -20,6 +20,11 @@ def path_text(path: str | os.PathLike[str]) -> str:
     return lead + "/".join(part for part in text.split("/") if part not in ("", ".")) or "."
 
 
+def stays_inside(rel: str) -> bool:
+    """Whether a relative path (os.path.relpath's) stays inside its base: no leading `..` part."""
+    return rel != ".." and not rel.startswith("../")
+
+
 def path_suffix(path: str) -> str:
     """`pathlib.PurePath(path).suffix`: the last part's extension; none for `.bashrc`-like names."""
     last = path.rstrip("/").rpartition("/")[2]

@@ -25,13 +25,13 @@ if TYPE_CHECKING:
 
 
 def _ask_review(console: Console, pending: list[dict]) -> dict[int, bool]:
+    from rich.syntax import Syntax  # here: it loads pygments (~10 ms), which only a review needs
+
     decisions: dict[int, bool] = {}
     for item in pending:
         console.print(
             f"\n[bold]LLM patch[/bold] ({item['proposer']}) for {item['kind']}: {item['rationale']}"
         )
-        from rich.syntax import Syntax  # here: it loads pygments (~10 ms), which only a review needs
-
         console.print(Syntax(item["diff"], "diff", theme="ansi_dark"))
         decisions[item["index"]] = typer.confirm("Apply this patch?", default=False)
     return decisions

@@ -8,7 +8,7 @@ from pathlib import Path, PurePath
 
 import pytest
 
-from tools.files import path_suffix, path_text
+from tools.files import path_suffix, path_text, stays_inside
 
 AWKWARD = (
     "", ".", "..", "/", "//", "///", "////a", "//a/b/", "a", "a/", "a//b", "./a/./b//c/", "a/../b", "../a",
@@ -26,3 +26,12 @@ def test_path_text_prints_a_path_as_pathlib_does(text):
 @pytest.mark.parametrize("text", AWKWARD)
 def test_a_profile_name_has_a_suffix_where_pathlib_sees_one(text):
     assert path_suffix(text) == PurePath(text).suffix
+
+
+@pytest.mark.parametrize(
+    ("base", "target"), [("/a/b", "/a/b/c.cu"), ("/a/b", "/a/bc/k.cu"), ("/", "/x"), ("/a", "/a")]
+)
+def test_stays_inside_agrees_with_pathlib_on_what_is_under_a_base(base, target):
+    import os
+
+    assert stays_inside(os.path.relpath(target, base)) == PurePath(target).is_relative_to(base)

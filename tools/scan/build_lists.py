@@ -20,7 +20,7 @@ import os
 import re
 from collections.abc import Iterator, Sequence
 
-from tools.files import read_regular_text
+from tools.files import read_regular_text, stays_inside
 from tools.scan.cmake_conditions import Condition, Quoted, and3, not3, or3
 
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c", ".hip")
@@ -160,7 +160,7 @@ class _Interpreter:
                 for pattern in args[2:]
                 if pattern
                 for p in glob.glob(os.path.join(self.root, pattern), recursive=args[0] == "GLOB_RECURSE")
-                if _inside(rel := os.path.relpath(p, self.root))
+                if stays_inside(rel := os.path.relpath(p, self.root))
             ]
             self._assign(args[1], sorted(found), certain)
         elif name in TARGET_COMMANDS or name.endswith("_add_library"):
@@ -189,11 +189,6 @@ class _Interpreter:
             self.vars[var] = [v for v in current if v not in removed]
         elif op in ("FILTER", "TRANSFORM") and var not in self.pinned:
             self.vars[var] = None
-
-
-def _inside(rel: str) -> bool:
-    """A relative path that stays inside its base (no leading `..`)."""
-    return rel != ".." and not rel.startswith("../")
 
 
 def cmake_sources(repo: str | os.PathLike[str], cmake_file: str, variables: dict[str, str]) -> set[str]:
@@ -240,7 +235,7 @@ def setup_py_sources(repo: str | os.PathLike[str], setup_file: str) -> set[str]:
                 named = os.path.join(base, node.value)
                 if os.path.isfile(named):
                     rel = os.path.relpath(os.path.realpath(named), real_repo)
-                    if _inside(rel):  # a file outside the repo is no file the scan reads
+                    if stays_inside(rel):  # a file outside the repo is no file the scan reads
                         out.add(rel)
                     break
     return out

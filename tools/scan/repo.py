@@ -15,7 +15,7 @@ from collections.abc import Callable
 from functools import wraps
 
 from tools.cpp.tree import IncludeGraph, seed_for
-from tools.files import path_text
+from tools.files import path_text, stays_inside
 from tools.records import Failure
 from tools.scan.cache import ResultCache, pack, seed_key, unpack
 from tools.scan.catalog import IDENTIFIER_RE
@@ -206,10 +206,10 @@ def scan_tree(
         raise ScanError(f"{path}: no such file or directory; pass a repo checkout or a source file")
     if os.path.isfile(target):
         base = path_text(root if root is not None else os.path.dirname(target))
-        full, inside = os.path.realpath(target), os.path.realpath(base)
-        if full != inside and not full.startswith(inside.rstrip("/") + "/"):
+        rel = os.path.relpath(os.path.realpath(target), os.path.realpath(base))
+        if not stays_inside(rel):
             raise ScanError(f"{path} is not inside {base}")
-        root, rels = base, [os.path.relpath(full, inside)]
+        root, rels = base, [rel]
         problems: list[tuple[str, str]] = []
     else:
         root = target
