@@ -1,0 +1,29 @@
+"""The suite keeps to itself: runs that tests (and module fixtures) start land in a rocport home of the
+test's own under the temporary directory, never in the ~/.rocport of the person running the tests."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from agent.loop.rundir import rocport_home
+
+
+@pytest.fixture(scope="module")
+def home_of_a_module_fixture() -> Path:
+    return rocport_home()
+
+
+def test_a_tests_runs_go_to_a_home_of_its_own(tmp_path_factory: pytest.TempPathFactory) -> None:
+    home = rocport_home()
+    assert home.is_relative_to(tmp_path_factory.getbasetemp()), home
+    assert not home.is_relative_to(Path.home() / ".rocport")
+
+
+def test_a_module_fixtures_runs_go_to_a_temporary_home(home_of_a_module_fixture: Path) -> None:
+    assert home_of_a_module_fixture.is_relative_to(Path(tempfile.gettempdir()).resolve()), (
+        home_of_a_module_fixture
+    )
+    assert home_of_a_module_fixture != rocport_home()  # each test still has its own
