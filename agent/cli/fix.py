@@ -37,6 +37,10 @@ def _failures(repo: Path, log: Path | None, from_scan: bool, profile) -> list:
 
 
 def _toolchains(repo: Path, image: str, arch: str, profile):
+    """hipcc's sandbox (the image, or the host) and nvcc's, each with a warm compile service as a port
+    run has (agent/loop/compilers.py): a wave's recompiles of units no patch changed since they were
+    last compiled are answered from the services' cache instead of compiled again."""
+    from agent.loop.compilers import Compilers
     from agent.patch.validate import Toolchains, host_cuda_sandbox
     from sandboxes.base import Sandbox, SandboxError
 
@@ -51,9 +55,10 @@ def _toolchains(repo: Path, image: str, arch: str, profile):
             hip = DockerSandbox(image, repo)
         except SandboxError as exc:
             raise fail(f"{exc} (or pass --image local to use this machine's hipcc)") from None
-    tools = Toolchains.from_profile(hip, host_cuda_sandbox(repo), arch, profile)
+    compilers = Compilers.start(hip, repo)
+    tools = Toolchains.from_profile(hip, host_cuda_sandbox(repo), arch, profile, compilers=compilers)
     tools.extra_env = {"HIP_PLATFORM": "amd"}
-    return tools
+    return tools, compilers
 
 
 def _print(records, console: Console, dry_run: bool) -> None:
@@ -105,19 +110,21 @@ def _fix_on_branch(repo: Path, ws, failures: list, image: str, arch: str, prof, 
         original = current_checkout(repo)
     except FixError as exc:
         raise fail(str(exc)) from None
-    tools, branch = None, None
+    tools, compilers, branch = None, None, None
+    stats: dict[str, int] = {}
     try:
         base = gitops.head(repo)
         branch = start_branch(repo)
-        tools = _toolchains(repo, image, arch, prof)
+        tools, compilers = _toolchains(repo, image, arch, prof)
         with RichProgress(output_console(stderr=True), title="fix", events=False, counters=False) as progress:
             progress({"event": "phase", "phase": f"fix {len(failures)} failure(s) with unit compiles"})
             tools.python = python
             session = run_waves(ws, failures, Validator(repo, tools))
         if not session.units:  # no unit was compiled: nothing to judge the patches by
-            return session, branch, Withdrawal()
+            return session, branch, Withdrawal(), stats
         compiling = {u.unit for u in session.units if u.compiles}
-        return session, branch, withdraw_unproven(repo, base, branch, session.records, compiling)
+        # stats: filled as the services close (finally, below)
+        return session, branch, withdraw_unproven(repo, base, branch, session.records, compiling), stats
     except BaseException as exc:  # whatever stopped it (Ctrl-C included), the checkout goes back
         restore_checkout(repo, original, branch)
         if isinstance(exc, FixError):
@@ -126,6 +133,9 @@ def _fix_on_branch(repo: Path, ws, failures: list, image: str, arch: str, prof, 
             raise fail(f"fix stopped ({type(exc).__name__}: {exc}); {repo} is back on {original}") from None
         raise
     finally:
+        if compilers is not None:
+            stats.update(compilers.stats())
+            compilers.close()
         if tools is not None:
             tools.close()
 
@@ -177,9 +187,15 @@ def fix(
     if dry_run:
         _print(fix_failures(ws, failures, None, dry_run=True), console, True)
         return
-    session, branch, withdrawal = _fix_on_branch(repo, ws, failures, image, arch, prof, python)
+    session, branch, withdrawal, stats = _fix_on_branch(repo, ws, failures, image, arch, prof, python)
     _print(session.records, console, False)
     _print_units(session.units, console)
+    if stats.get("compile_requests"):
+        console.print(
+            f"unit compiles (hipcc and nvcc): {stats['compile_cache_misses']} compiled, "
+            f"{stats['compile_cache_hits']} answered from the compile cache (the same input compiled before)",
+            highlight=False,
+        )
     if withdrawal.withdrawn:
         console.print(
             f"{len(withdrawal.withdrawn)} patch(es) withdrawn from {branch}: every unit they touch still fails, "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 
 import pytest
@@ -57,6 +58,14 @@ def test_fix_from_scan_commits_one_fix_per_family(git_repo, hipcc, nvcc):
         "Use std traits on ROCm in csrc/zero.cu",
     ]
     assert "3/3 unit(s) compile for ROCm" in result.output
+    # the recompiles after each wave go through a warm compile service: a unit no patch changed since its
+    # last compile (its validation, or the previous wave's round) is answered from the cache, not rebuilt
+    compiled, cached = map(
+        int, re.search(r"(\d+) compiled, (\d+) answered from the compile cache", result.output).groups()
+    )
+    assert compiled == 4 and cached >= 5, (
+        result.output
+    )  # one hipcc per kept patch; the rounds' unit checks cached
     body = _git(root, "log", "-1", "--format=%b", "--grep=Guard CUDA headers")
     assert "hipcc -x hip -DUSE_ROCM --offload-arch=gfx90a" in body
     # a header guard is proven for CUDA from the text (the CUDA include only moves into `#else`): the
