@@ -40,10 +40,11 @@ class Scoring:
     def build(self, repo: Path, command: str, timeout: float, kept: Path | None, trusted: bool) -> bool:
         from sandboxes import LocalSandbox, compile_share
         from sandboxes.compile_service import write_spool
+        from sandboxes.local import HOST_PYTHON
 
         spool = repo.parent / "cuda-scoring-spool"
         shutil.rmtree(spool, ignore_errors=True)
-        prefix = write_spool(spool, key_by_input=self.by_input)
+        prefix = write_spool(spool, HOST_PYTHON, key_by_input=self.by_input)
         for source in (self.baseline, self.shared):
             if source is not None:
                 compile_share.seed(source, spool / "cache")

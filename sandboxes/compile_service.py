@@ -68,13 +68,15 @@ class CompileService:
         cls,
         sandbox: Sandbox,
         *,
-        python: str = "python3",
+        python: str | None = None,
         ready_timeout: float = 60,
         shared: Path | None = None,
     ) -> CompileService:
         """Start the service in `sandbox` (its log folder is the spool both sides see); SandboxError-free:
         raises RuntimeError saying why when it cannot start (callers fall back to one exec per unit).
-        `shared`: a cache other runs left (sandboxes/compile_share.py), copied in first."""
+        `shared`: a cache other runs left (sandboxes/compile_share.py), copied in first. `python`: the
+        interpreter command inside the sandbox (default: the sandbox's `helper_python`, else `python3`)."""
+        python = python or getattr(sandbox, "helper_python", "python3")
         logdir = getattr(sandbox, "logdir", None)
         if logdir is None:
             raise RuntimeError("the sandbox has no shared log folder for the compile service's spool")

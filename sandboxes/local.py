@@ -20,6 +20,12 @@ from sandboxes.environ import sandbox_environ
 from sandboxes.health import wait_ready
 from sandboxes.watchdog import kill_marked, process_start
 
+HOST_PYTHON = f"{shlex.quote(sys.executable)} -S"
+"""How rocport's own helper scripts (the compile service and its compiler shims, stdlib only) run on this
+machine: the interpreter running rocport, without site-packages. Not `python3` from PATH, which may be a
+version manager's shim (pyenv: ~10 shell processes and ~75 ms of CPU before Python starts) or another
+Python altogether; a build compiles through a shim once per unit."""
+
 
 def _read_capped(path: Path, limit: int = OUTPUT_LIMIT, head: int = HEAD_KEEP) -> str:
     """Read a captured stream, keeping head and tail when huge, without loading all of it."""
@@ -88,6 +94,9 @@ class LocalService:
 
 class LocalSandbox:
     """Runs commands on this machine in `workdir`. Use for trusted commands only."""
+
+    helper_python = HOST_PYTHON
+    """The interpreter command rocport's helper scripts run with here (a container's is `python3`)."""
 
     def __init__(
         self,

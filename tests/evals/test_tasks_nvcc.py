@@ -17,6 +17,7 @@ import pytest
 
 from evals.taskdefs import materialize
 from sandboxes.compile_service import write_spool
+from sandboxes.local import HOST_PYTHON
 from tests.evals.test_tasks import FULL_BUILD, TASKS, failing_units, with_reference_fix
 
 pytestmark = pytest.mark.timeout(900)
@@ -26,7 +27,7 @@ NVCC_TASKS = sorted(name for name, task in TASKS.items() if failing_units(task) 
 @pytest.fixture(scope="module")
 def cached_build(tmp_path_factory: pytest.TempPathFactory) -> str:
     """The shell words that route a build's compiles through the module's cache."""
-    return write_spool(tmp_path_factory.mktemp("nvcc-spool") / "spool")
+    return write_spool(tmp_path_factory.mktemp("nvcc-spool") / "spool", HOST_PYTHON)
 
 
 @pytest.mark.nvcc

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 
 from sandboxes.compile_service import CompileService
 from sandboxes.local import LocalSandbox
+from tests.conftest import require
 from tests.sandboxes.conftest import CC, HEADER
 
 
@@ -148,6 +150,30 @@ def test_service_sees_only_the_sandbox_allow_list(repo: Path, monkeypatch):
         finally:
             svc.close()
     assert "canary-7f3a" not in env and "HIP_VISIBLE_DEVICES=0" in env
+
+
+def test_on_the_host_the_service_and_its_shims_run_on_rocports_interpreter(repo: Path, tmp_path: Path):
+    """Not whatever `python3` the PATH names: here one that cannot run anything (an old Python, or a
+    version manager's shim that costs ~75 ms per compile of a build)."""
+    require(shutil.which("cc") is not None, "a C compiler (cc)")
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "python3").write_text("#!/bin/sh\necho 'python3 from PATH ran' >&2\nexit 3\n")
+    (fake / "python3").chmod(0o755)
+    (fake / "nvcc").write_text('#!/bin/sh\nexec cc "$@"\n')  # a compiler a build reaches through a shim
+    (fake / "nvcc").chmod(0o755)
+    with LocalSandbox(repo, env={"PATH": f"{fake}:{os.environ['PATH']}"}) as box:
+        assert box.run("python3 -c pass").returncode == 3  # the sandbox's own commands do get it
+        svc = CompileService.start(box)
+        try:
+            unit = svc.run(CC.format(src="a.c", out=tmp_path / "a.o"))
+            build = box.run(svc.build_prefix() + "nvcc -O2 -Iinc -c b.c -o b.o")
+            ledger = (svc.cache_dir / "ledger").read_text().splitlines()
+        finally:
+            svc.close()
+    assert unit.ok and build.ok, unit.stderr + build.stderr
+    assert "python3 from PATH ran" not in unit.stderr + build.stderr
+    assert ledger[-1].startswith("miss\t") and ledger[-1].endswith("-o b.o")  # the shim compiled it
 
 
 KERNEL = '#include <hip/hip_runtime.h>\n#include "k.h"\n__global__ void k(float* x) { x[0] = ONE; }\n'
