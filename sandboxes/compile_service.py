@@ -76,7 +76,7 @@ class CompileService:
         raises RuntimeError saying why when it cannot start (callers fall back to one exec per unit).
         `shared`: a cache other runs left (sandboxes/compile_share.py), copied in first. `python`: the
         interpreter command inside the sandbox (default: the sandbox's `helper_python`, else `python3`)."""
-        python = python or getattr(sandbox, "helper_python", "python3")
+        python = python or str(getattr(sandbox, "helper_python", "python3"))
         logdir = getattr(sandbox, "logdir", None)
         if logdir is None:
             raise RuntimeError("the sandbox has no shared log folder for the compile service's spool")
