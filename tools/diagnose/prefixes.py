@@ -56,17 +56,23 @@ _MIDLINE_SEEN = re.compile(r"\s(?=" + _VLLM_LOGGER + ")")
 _JSON_DATA = re.compile(r'^\s*\{.*"(?:data|message|log)"\s*:\s*"')
 
 
+_BY_FIRST: dict[str, tuple[re.Pattern[str], ...]] = {}
+"""The prefixes a line starting with a character may carry, in _PREFIXES order: one dict lookup per line
+instead of testing every entry (most lines of a big log start with none of these characters)."""
+for _starts, _pattern in _PREFIXES:
+    for _char in _starts:
+        _BY_FIRST[_char] = (*_BY_FIRST.get(_char, ()), _pattern)
+
+
 def _strip_prefixes(line: str) -> str:
     changed = True
     while changed and line:  # prefixes stack: timestamp, then worker tag, then logger
         changed = False
-        first = line[0]
-        for starts, pattern in _PREFIXES:
-            if first in starts:
-                m = pattern.match(line)  # each is anchored at ^: a match and a slice, no re.sub
-                if m is not None and m.end():
-                    line, changed = line[m.end() :], True
-                    break
+        for pattern in _BY_FIRST.get(line[0], ()):
+            m = pattern.match(line)  # each is anchored at ^: a match and a slice, no re.sub
+            if m is not None and m.end():
+                line, changed = line[m.end() :], True
+                break
     return line
 
 
