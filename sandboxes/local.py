@@ -141,6 +141,7 @@ class LocalSandbox:
         self._watchdog = subprocess.Popen(
             [
                 sys.executable,
+                "-S",  # stdlib only, as HOST_PYTHON's helpers: no site-packages to set up at its start
                 str(Path(__file__).with_name("watchdog.py")),
                 str(me),
                 process_start(me),
