@@ -4,8 +4,9 @@ are the same: the clock, the spinner, the current command or its last log line a
 `rocport pr` and `rocport report --html` on its run: the patch series applies with `git am` on a clean
 clone at the original ref, and the report page renders in Chromium with the run's real numbers.
 
-One run serves every test here (a demo is ~18 s of CPU, half of it in the ROCm container); without
-tmux (outside CI) it runs on pipes and only the screen test is skipped."""
+One run serves every test here (a demo is ~20 s of CPU: ~10.5 s in its own process tree, ~9.7 s in
+the ROCm container); without tmux it runs on pipes and only the screen test is skipped (a failure in
+CI, as every missing part)."""
 
 import itertools
 import json
