@@ -140,8 +140,7 @@ class LocalSandbox:
         me = os.getpid()
         self._watchdog = subprocess.Popen(
             [
-                sys.executable,
-                "-S",  # stdlib only, as HOST_PYTHON's helpers: no site-packages to set up at its start
+                *shlex.split(HOST_PYTHON),  # stdlib only, as the other helpers: no site-packages to set up
                 str(Path(__file__).with_name("watchdog.py")),
                 str(me),
                 process_start(me),

@@ -41,7 +41,7 @@ def _toolchains(repo: Path, image: str, arch: str, profile):
     run has (agent/loop/compilers.py): a wave's recompiles of units no patch changed since they were
     last compiled are answered from the services' cache instead of compiled again."""
     from agent.loop.compilers import Compilers
-    from agent.patch.validate import Toolchains, host_cuda_sandbox
+    from agent.patch.validate import Toolchains
     from sandboxes.base import Sandbox, SandboxError
 
     if image == LOCAL:
@@ -55,8 +55,8 @@ def _toolchains(repo: Path, image: str, arch: str, profile):
             hip = DockerSandbox(image, repo)
         except SandboxError as exc:
             raise fail(f"{exc} (or pass --image local to use this machine's hipcc)") from None
-    compilers = Compilers.start(hip, repo)
-    tools = Toolchains.from_profile(hip, host_cuda_sandbox(repo), arch, profile, compilers=compilers)
+    compilers = Compilers.start(hip, repo)  # nvcc's host sandbox too, when nvcc is installed (as a port's)
+    tools = Toolchains.from_profile(hip, None, arch, profile, compilers=compilers)
     tools.extra_env = {"HIP_PLATFORM": "amd"}
     return tools, compilers
 
@@ -111,7 +111,6 @@ def _fix_on_branch(repo: Path, ws, failures: list, image: str, arch: str, prof, 
     except FixError as exc:
         raise fail(str(exc)) from None
     tools, compilers, branch = None, None, None
-    stats: dict[str, int] = {}
     try:
         base = gitops.head(repo)
         branch = start_branch(repo)
@@ -120,11 +119,11 @@ def _fix_on_branch(repo: Path, ws, failures: list, image: str, arch: str, prof, 
             progress({"event": "phase", "phase": f"fix {len(failures)} failure(s) with unit compiles"})
             tools.python = python
             session = run_waves(ws, failures, Validator(repo, tools))
-        if not session.units:  # no unit was compiled: nothing to judge the patches by
-            return session, branch, Withdrawal(), stats
-        compiling = {u.unit for u in session.units if u.compiles}
-        # stats: filled as the services close (finally, below)
-        return session, branch, withdraw_unproven(repo, base, branch, session.records, compiling), stats
+        withdrawal = Withdrawal()  # no unit was compiled: nothing to judge the patches by
+        if session.units:
+            compiling = {u.unit for u in session.units if u.compiles}
+            withdrawal = withdraw_unproven(repo, base, branch, session.records, compiling)
+        return session, branch, withdrawal, compilers.stats()
     except BaseException as exc:  # whatever stopped it (Ctrl-C included), the checkout goes back
         restore_checkout(repo, original, branch)
         if isinstance(exc, FixError):
@@ -134,7 +133,6 @@ def _fix_on_branch(repo: Path, ws, failures: list, image: str, arch: str, prof, 
         raise
     finally:
         if compilers is not None:
-            stats.update(compilers.stats())
             compilers.close()
         if tools is not None:
             tools.close()
