@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from sandboxes.environ import looks_secret
 from tests.browser import render
 from tests.conftest import require
 
@@ -37,17 +38,19 @@ def _tmux(*args: str) -> str:
 
 def _watch_in_tmux(root: Path, env: dict[str, str]) -> dict:
     """The demo in a 160x48 tmux terminal, in this test's environment (the tmux server keeps the one it
-    started with, so the script sets it), sampled once a second until it prints DONE; then the whole
-    terminal history, which holds everything the demo printed."""
+    started with, so the script sets it; secret-looking variables stay out of the file: the demo needs
+    none), sampled once a second until it prints DONE; then the terminal's history (tmux keeps 2000
+    lines, the demo prints ~100), which holds everything the demo printed."""
     session = f"rocport-demo-{uuid.uuid4().hex[:8]}"
     script = root / "demo.sh"
     exports = "".join(
-        f"export {k}={shlex.quote(v)}\n" for k, v in env.items() if k not in TERMINAL and k.isidentifier()
+        f"export {k}={shlex.quote(v)}\n"
+        for k, v in env.items()
+        if k not in TERMINAL and k.isidentifier() and not looks_secret(k)
     )
     demo = f"{shlex.quote(sys.executable)} -m agent.cli demo --workdir {shlex.quote(str(root / 'work'))}"
     script.write_text(f"{exports}cd {shlex.quote(os.getcwd())}\n{demo}\necho {DONE} rc=$?\nsleep 600\n")
     _tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "48", f"bash {shlex.quote(str(script))}")
-    _tmux("set-option", "-t", session, "history-limit", "100000")
     screens: list[tuple[float, str]] = []
     try:
         deadline = time.monotonic() + 1500
