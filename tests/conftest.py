@@ -179,11 +179,13 @@ def _own_compile_cache_and_home(
     """A test's runs share compiles only among themselves (agent.loop.compilers.shared_cache_dir): what
     another test compiled never answers them, so their counts do not depend on the order tests ran in.
     Its runs go to a rocport home of its own (a test may set another), so `rocport runs` in one test
-    never lists another's and none lands in the user's ~/.rocport."""
+    never lists another's and none lands in the user's ~/.rocport; its caches (scan results, parse memos,
+    compiled patterns) are its own too."""
     own = tmp_path_factory.mktemp("rocport")
     (own / "compile-cache").mkdir()
     monkeypatch.setenv("ROCPORT_SHARED_COMPILE_CACHE", str(own / "compile-cache"))
     monkeypatch.setenv("ROCPORT_HOME", str(own / "home"))
+    monkeypatch.setenv("ROCPORT_CACHE_DIR", str(own / "cache"))
 
 
 @pytest.hookimpl(optionalhook=True)

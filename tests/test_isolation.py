@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from agent.loop.rundir import rocport_home
+from tools.files import user_cache_dir
+from tools.scan.cache import default_cache_dir
 
 
 @pytest.fixture(scope="module")
@@ -27,3 +29,12 @@ def test_a_module_fixtures_runs_go_to_a_temporary_home(home_of_a_module_fixture:
         home_of_a_module_fixture
     )
     assert home_of_a_module_fixture != rocport_home()  # each test still has its own
+
+
+def test_a_tests_rocport_processes_keep_their_caches_to_the_test(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Scan results, parse memos and compiled patterns that the rocport processes a test starts write."""
+    cache = Path(user_cache_dir())
+    assert cache.is_relative_to(tmp_path_factory.getbasetemp()), cache
+    assert Path(default_cache_dir()).parent == cache

@@ -20,6 +20,16 @@ def path_text(path: str | os.PathLike[str]) -> str:
     return lead + "/".join(part for part in text.split("/") if part not in ("", ".")) or "."
 
 
+def user_cache_dir() -> str:
+    """rocport's own cache directory: $ROCPORT_CACHE_DIR, else $XDG_CACHE_HOME/rocport, else
+    ~/.cache/rocport (the scan's result cache, parse memos and compiled patterns live under it)."""
+    base = os.environ.get("ROCPORT_CACHE_DIR")
+    if base:
+        return base
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(xdg, "rocport")
+
+
 def stays_inside(rel: str) -> bool:
     """Whether a relative path (os.path.relpath's) stays inside its base: no leading `..` part."""
     return rel != ".." and not rel.startswith("../")

@@ -9,15 +9,15 @@ Values are ints or None (unknown); a malformed expression is unknown, never an e
 from __future__ import annotations
 
 import operator
-import re
 from collections.abc import Callable
 
 from tools.cpp.build_configs import BuildConfig, Macro
+from tools.regex_memo import compile_pattern
 
 UNKNOWN = None
 
 
-_TOKEN = re.compile(
+_TOKEN = compile_pattern(
     r"\s*(?:(?P<num>0[xX][0-9a-fA-F]+|\d+)[uUlL]*"
     r"|(?P<id>[A-Za-z_]\w*)"
     r"|(?P<hdr><[\w./+-]+>|\"[^\"\n]*\")"
@@ -40,7 +40,7 @@ _LEVELS = [
 _LEVEL_OF = {op: level for level, ops in enumerate(_LEVELS) for op in ops}
 
 
-_OCTAL = re.compile(r"0\d+")
+_OCTAL = compile_pattern(r"0\d+")
 
 
 class _Malformed(Exception):
@@ -190,7 +190,7 @@ class _Parser:
         return None
 
 
-_NAMES = re.compile(r"[A-Za-z_]\w*")
+_NAMES = compile_pattern(r"[A-Za-z_]\w*")
 _CACHE: dict[tuple[str, str, tuple[Macro | None, ...], tuple[tuple[str, bool], ...]], int | None] = {}
 _CACHE_LIMIT = 50_000
 _MISSING = object()

@@ -17,18 +17,19 @@ from collections import namedtuple
 from tools.cpp.build_configs import BuildConfig, Macro
 from tools.cpp.conditions import evaluate_named
 from tools.cpp.source import compiled_directives
+from tools.regex_memo import compile_pattern
 
 # Anchored on '#' (not '^') so the engine can skip to candidates; the line start is checked after.
 # The rest of the line, continuations included, as an unrolled loop: several times faster than a
 # per-character alternation on long #define bodies.
-_DIRECTIVE = re.compile(r"#[ \t]*(?P<name>[a-z_]+)(?P<rest>[^\n\\]*(?:\\(?:\r?\n|.)[^\n\\]*)*)")
+_DIRECTIVE = compile_pattern(r"#[ \t]*(?P<name>[a-z_]+)(?P<rest>[^\n\\]*(?:\\(?:\r?\n|.)[^\n\\]*)*)")
 _WALKED = frozenset(
     ("include", "if", "ifdef", "ifndef", "elif", "elifdef", "elifndef", "else", "endif", "define", "undef")
 )
 """Directives the walk reads; the rest (#pragma, #error, ...) are skipped before any other work."""
-_INCLUDE = re.compile(r'\s*([<"])([^>"\n]+)[>"]')
-_DEFINE = re.compile(r"\s*([A-Za-z_]\w*)(\()?(.*)", re.DOTALL)
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)", re.DOTALL)
+_INCLUDE = compile_pattern(r'\s*([<"])([^>"\n]+)[>"]')
+_DEFINE = compile_pattern(r"\s*([A-Za-z_]\w*)(\()?(.*)", re.DOTALL)
+_COMMENT = compile_pattern(r"//[^\n]*|/\*.*?(?:\*/|\Z)", re.DOTALL)
 
 Tri = bool | None
 
@@ -159,7 +160,7 @@ _UNDEFINED, _UNKNOWN, _DEFINED_NO_VALUE = Macro(False), Macro(None), Macro(True,
 """Shared (Macro is frozen): a walk records ~2,000 macro states per csrc scan."""
 Seed = dict[str, tuple[Macro, Macro]]
 """Macros visible before the file's first line (from the headers it includes): name -> (ROCm, CUDA)."""
-_WORD = re.compile(r"[A-Za-z_]\w*")
+_WORD = compile_pattern(r"[A-Za-z_]\w*")
 
 
 class _Walker:

@@ -14,9 +14,11 @@ from collections.abc import Callable
 from functools import cached_property, lru_cache
 from types import ModuleType
 
+from tools.regex_memo import compile_pattern
+
 # Unrolled loops ("[^"\\]*(?:\\.[^"\\]*)*") instead of per-character alternation: same language,
 # several times faster on long literals and comments.
-_LEXEME = re.compile(
+_LEXEME = compile_pattern(
     r"//[^\n]*"
     r"|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|/\*[\s\S]*"
     r'|R"(?P<delim>[^()\\\s"]{0,16})\([\s\S]*?\)(?P=delim)"'
@@ -41,7 +43,7 @@ WordStarts = dict[str, list[int]]
 """Word -> offsets where it starts, in increasing order."""
 
 
-_WORD_CHARS = re.compile(r"\w*")
+_WORD_CHARS = compile_pattern(r"\w*")
 
 
 @lru_cache(maxsize=8)

@@ -17,6 +17,7 @@ from tools.cpp.headers import cuda_only_library
 from tools.cpp.preprocessor import Regions, region_name
 from tools.cpp.source import SourceText
 from tools.records import Failure
+from tools.regex_memo import compile_pattern
 from tools.scan.catalog import WORD_PREFIXES, Construct
 from tools.scan.findings import make_finding
 
@@ -39,11 +40,11 @@ CG_ALGORITHMS = (
 _CG_NAMES = r"::(?P<cg>" + CG_ALGORITHMS + r")\b"
 # One pattern per namespace spelling, each starting with a literal so the engine can skip to it.
 _ALGORITHMS = (
-    ("cg", re.compile(r"cg" + _CG_NAMES)),
-    ("cooperative_groups", re.compile(r"cooperative_groups" + _CG_NAMES)),
+    ("cg", compile_pattern(r"cg" + _CG_NAMES)),
+    ("cooperative_groups", compile_pattern(r"cooperative_groups" + _CG_NAMES)),
     (
         "cub",
-        re.compile(
+        compile_pattern(
             r"cub::(?P<cub>(?:Base)?Traits\s*<[^;{}]*?>\s*::\s*Twiddle(?:In|Out)|(?:Unsigned|Float)Bits\b)"
         ),
     ),

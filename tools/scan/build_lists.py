@@ -17,23 +17,23 @@ from __future__ import annotations
 import ast
 import glob
 import os
-import re
 from collections.abc import Iterator, Sequence
 
 from tools.files import read_regular_text, stays_inside
+from tools.regex_memo import compile_pattern
 from tools.scan.cmake_conditions import Condition, Quoted, and3, not3, or3
 
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c", ".hip")
 TARGET_COMMANDS = ("define_extension_target", "add_library", "add_executable")
 _TRACKED = frozenset(("set", "list", "file", *TARGET_COMMANDS))
 """What `command` reads; other commands (message, include, find_package, ...) are not expanded."""
-_ARG = re.compile(r'"((?:[^"\\]|\\.)*)"|(\()|(\))|([^\s()"]+)')
-_VAR = re.compile(r"\$\{(\w+)\}")
-_COMMAND_NAME = re.compile(r"[A-Za-z_]\w*")
+_ARG = compile_pattern(r'"((?:[^"\\]|\\.)*)"|(\()|(\))|([^\s()"]+)')
+_VAR = compile_pattern(r"\$\{(\w+)\}")
+_COMMAND_NAME = compile_pattern(r"[A-Za-z_]\w*")
 # Leading blanks are eaten by the match (the engine would otherwise try every alternative at each
 # blank), the commonest token is tried first, and strings are an unrolled loop: the same tokens as
 # `"(?:[^"\\]|\\.)*"|#\[(=*)\[[\s\S]*?\]\1\]|#[^\n]*|\(|\)|[^\s()"#]+` found one by one.
-_TOKEN = re.compile(r'\s*([^\s()"#]+|\(|\)|"[^"\\]*(?:\\.[^"\\]*)*"|#\[(=*)\[[\s\S]*?\]\2\]|#[^\n]*)')
+_TOKEN = compile_pattern(r'\s*([^\s()"#]+|\(|\)|"[^"\\]*(?:\\.[^"\\]*)*"|#\[(=*)\[[\s\S]*?\]\2\]|#[^\n]*)')
 
 
 def _commands(text: str) -> Iterator[tuple[str, str]]:

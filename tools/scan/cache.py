@@ -19,6 +19,7 @@ from functools import lru_cache
 
 from tools.cpp.build_configs import Macro
 from tools.digests import sha256
+from tools.files import user_cache_dir
 from tools.records import Failure
 from tools.scan.scanner import FileResult
 
@@ -43,11 +44,7 @@ Stamp = tuple[int, int, int]
 
 def default_cache_dir() -> str:
     """$ROCPORT_CACHE_DIR/scan, else $XDG_CACHE_HOME/rocport/scan, else ~/.cache/rocport/scan."""
-    base = os.environ.get("ROCPORT_CACHE_DIR")
-    if base:
-        return os.path.join(base, "scan")
-    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(xdg, "rocport", "scan")
+    return os.path.join(user_cache_dir(), "scan")
 
 
 @lru_cache(maxsize=1)

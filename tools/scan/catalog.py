@@ -5,9 +5,8 @@ Kinds are the taxonomy of FAILURE_CLASSES.md; fix families name the rule that re
 
 from __future__ import annotations
 
-import re
-
 from tools.cpp.headers import CUDA_HEADER_PREFIXES, CUDA_STD_TO_STD, CUDA_TO_HIP_HEADERS
+from tools.regex_memo import compile_pattern
 
 
 class Construct:
@@ -99,7 +98,7 @@ IDENTIFIER_FAMILIES = (
     r"nv_bfloat162?\b",
     r"PFN_cu\w+\b",
 )
-IDENTIFIER_RE = re.compile(r"\b(?:" + "|".join(IDENTIFIER_FAMILIES) + ")")
+IDENTIFIER_RE = compile_pattern(r"\b(?:" + "|".join(IDENTIFIER_FAMILIES) + ")")
 IDENTIFIER_PREFIXES = (
     *WARP_INTRINSICS,
     "__nv_",

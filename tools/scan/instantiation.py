@@ -13,21 +13,25 @@ call, an explicit instantiation, a macro body naming it), keeps the body; header
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from tools.cpp.preprocessor import Regions, Tri
 from tools.cpp.source import SourceText, words_with_prefixes
+from tools.regex_memo import compile_pattern
 from tools.scan.catalog import WORD_PREFIXES
 
 TRANSLATION_UNITS = (".cu", ".cpp", ".cc", ".cxx", ".c")
-_TEMPLATE = re.compile(r"template[ \t\n]*<")
+_TEMPLATE = compile_pattern(r"template[ \t\n]*<")
 _ATTRIBUTES = frozenset(("__launch_bounds__", "__attribute__", "__declspec", "alignas", "__cluster_dims__"))
 """Parenthesised specifiers that come before a function's name."""
-_NAME_BEFORE_PAREN = re.compile(r"([A-Za-z_]\w*)[ \t\n]*$")
+_NAME_BEFORE_PAREN = compile_pattern(r"([A-Za-z_]\w*)[ \t\n]*$")
 
 
-_BRACKETS = {"<": re.compile(r"[<>;{}]"), "(": re.compile(r"[();{}]"), "{": re.compile(r"[{}]")}
+_BRACKETS = {
+    "<": compile_pattern(r"[<>;{}]"),
+    "(": compile_pattern(r"[();{}]"),
+    "{": compile_pattern(r"[{}]"),
+}
 
 
 def _closing(text: str, start: int, opening: str, closing: str) -> int:

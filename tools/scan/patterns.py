@@ -7,12 +7,12 @@ identifiers (intrinsics, types, API names) once per file and symbol, with every 
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
 
 from tools.cpp.preprocessor import Regions, region_name
 from tools.cpp.source import SourceText
 from tools.records import Failure
+from tools.regex_memo import compile_pattern
 from tools.scan.blockers import algorithm_findings, library_findings
 from tools.scan.catalog import (
     IDENTIFIER_PREFIXES,
@@ -32,9 +32,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 # After a CUDA-named identifier: it is being defined (a helper function), not used.
-_FUNC_DEF_AFTER = re.compile(r"\s*\([^;{)]*\)\s*(?:const\s*)?\{")
-_USING_BEFORE = re.compile(r"\busing\s+$")
-_TYPEDEF = re.compile(r"\btypedef\b")
+_FUNC_DEF_AFTER = compile_pattern(r"\s*\([^;{)]*\)\s*(?:const\s*)?\{")
+_USING_BEFORE = compile_pattern(r"\busing\s+$")
+_TYPEDEF = compile_pattern(r"\btypedef\b")
 MAX_LINES_LISTED = 50
 
 

@@ -12,20 +12,21 @@ import re
 from tools.cpp.preprocessor import Regions, region_name
 from tools.cpp.source import SourceText
 from tools.records import Failure
+from tools.regex_memo import compile_pattern
 from tools.scan.catalog import TENSOR_CORE_PTX, WORD_PREFIXES, is_ptx, ptx_construct
 from tools.scan.findings import make_finding
 
 # Matched from `asm` (after a leading `__`), at the words _asm_statements finds.
-_ASM = re.compile(r"asm(?:__)?\b(?:\s|volatile\b|__volatile__\b|goto\b|inline\b)*\(")
+_ASM = compile_pattern(r"asm(?:__)?\b(?:\s|volatile\b|__volatile__\b|goto\b|inline\b)*\(")
 _ASM_WORDS = ("asm", "asm__", "__asm", "__asm__")
-_STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
-_OPCODE = re.compile(r"^(?:@!?%?\w+\s+)?([a-z][\w.:]*)")
+_STRING = compile_pattern(r'"((?:[^"\\\n]|\\.)*)"')
+_OPCODE = compile_pattern(r"^(?:@!?%?\w+\s+)?([a-z][\w.:]*)")
 _MAX_STATEMENT = 8000
 
 
-_PAREN = re.compile(r"[()]")
-_PIECES = re.compile(r"[;\n{}]")
-_LABEL = re.compile(r"^\s*\w+:\s*")
+_PAREN = compile_pattern(r"[()]")
+_PIECES = compile_pattern(r"[;\n{}]")
+_LABEL = compile_pattern(r"^\s*\w+:\s*")
 
 
 def _closing_paren(masked: str, open_at: int) -> int:

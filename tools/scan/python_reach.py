@@ -16,7 +16,9 @@ import posixpath
 import re
 from collections.abc import Callable, Iterator, Mapping
 
-_IMPORT = re.compile(
+from tools.regex_memo import compile_pattern
+
+_IMPORT = compile_pattern(
     rb"[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)|import[ \t]+([\w., \t]+))"
 )
 """One import statement, matched at the start of a line."""
@@ -36,7 +38,7 @@ def _import_statements(data: bytes) -> Iterator[re.Match[bytes]]:
         pos = data.find(b"import", pos + 6)
 
 
-_NAME = re.compile(r"[A-Za-z_]\w*")
+_NAME = compile_pattern(r"[A-Za-z_]\w*")
 
 
 def module_name(rel: str) -> str:

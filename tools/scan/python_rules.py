@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import ast
 import bisect
-import re
 
 from tools.cpp.lines import ROCM_ONLY_DIRS
 from tools.cpp.source import SourceText
 from tools.records import Failure
+from tools.regex_memo import compile_pattern
 from tools.scan.catalog import CUDA_ONLY_MODULES, Construct, is_ptx
 from tools.scan.findings import make_finding
 from tools.scan.ptx import ptx_opcodes
@@ -19,11 +19,11 @@ from tools.scan.python_gates import cuda_gate_problem
 from tools.scan.python_guards import Context, dotted, own_nodes, statements
 
 # Cheap pre-filter and locator: a Python finding needs one of these on its statement's lines.
-PY_CANDIDATES = re.compile(
+PY_CANDIDATES = compile_pattern(
     r"(?:import|from)[ \t]+(?:[\w.]+[ \t]*,[ \t]*)*(?:" + "|".join(sorted(CUDA_ONLY_MODULES)) + r")\b"
     r"|import_module|__import__|float8_e4m3fn\b|version\.cuda|inline_asm_elementwise"
 )
-_FNUZ_HANDLING = re.compile(r"fnuz|\bfp8_dtype\b|gfx95\d|\bocp\b|OCP|nvfp4|NVFP4|mxfp|MXFP")
+_FNUZ_HANDLING = compile_pattern(r"fnuz|\bfp8_dtype\b|gfx95\d|\bocp\b|OCP|nvfp4|NVFP4|mxfp|MXFP")
 """The file handles ROCm's fnuz, or uses e4m3fn where it is right on ROCm too: gfx950's OCP fp8, and
 the e4m3fn block scales of NVFP4/MXFP formats."""
 # Plain substrings, each found at memchr speed: a file with none of them cannot have a finding.
@@ -140,7 +140,7 @@ _WRAPPED = frozenset(
 )
 _WRAPPED_PREFIXES = tuple(n + "_" for n in sorted(_WRAPPED))
 _WRAPPED_SUFFIXES = tuple("_" + n for n in sorted(_WRAPPED))
-_NVIDIA_ARCH = re.compile(r"(?:^|_)sm_?(?:[789]\d|1[0-2]\d)a?(?:$|_)")
+_NVIDIA_ARCH = compile_pattern(r"(?:^|_)sm_?(?:[789]\d|1[0-2]\d)a?(?:$|_)")
 """A module for one NVIDIA architecture (`bf16x3_router_gemm_sm90`, `cutlass_sm100_mla`)."""
 
 

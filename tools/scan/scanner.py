@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 
 from tools.cpp.build_configs import Macro, cuda_config, rocm_config
 from tools.cpp.lines import rocm_only_file
@@ -11,6 +10,7 @@ from tools.cpp.preprocessor import Seed, walk
 from tools.cpp.source import SourceText
 from tools.files import NotRegularFile, read_regular
 from tools.records import Failure
+from tools.regex_memo import compile_pattern
 from tools.scan.catalog import WORD_PREFIXES
 from tools.scan.instantiation import skip_spans, uninstantiated_bodies
 from tools.scan.patterns import cpp_findings
@@ -35,13 +35,13 @@ CPP_SUFFIXES = (
 )
 PY_SUFFIXES = (".py",)
 _KERNEL_SUFFIXES = (".cu", ".cuh", ".hip")
-_DIRECTIVES = re.compile(rb"#[ \t]*(?:define|include)\b")
+_DIRECTIVES = compile_pattern(rb"#[ \t]*(?:define|include)\b")
 """Headers without a CUDA construct still matter to the tree: their includes and macros."""
 MAX_BYTES = 8 * 1024 * 1024
 """Larger files are generated code or data, not hand-written kernels: skipped with a note."""
 
 # Every C++ rule needs one of these tokens; a file with none is done after one regex search.
-CPP_CANDIDATES = re.compile(
+CPP_CANDIDATES = compile_pattern(
     rb"#[ \t]*include[ \t]*[<\"](?:cuda|cub/|cooperative_groups|crt/|nvtx3|mma\.h|math_constants|vector_types"
     rb"|curand|cublas|cusparse|cufft|cudnn|nvrtc|nccl|nvToolsExt|nvml|cusolver|device_launch|cuComplex)"
     rb"|__shfl|_sync\b|__syncwarp|__activemask|__nv_|nv_bfloat|__NV_E|CUB_|\bcuda[A-Z]|\bcu[A-Z]|\bCU[a-z]"

@@ -12,10 +12,15 @@ import re
 from tools.cpp.build_configs import rocm_config
 from tools.cpp.conditions import evaluate
 from tools.cpp.preprocessor import Regions
+from tools.regex_memo import compile_pattern
 
-_LITERAL = re.compile(r"(0[xX][0-9a-fA-F]+|\d+)([uUlL]*)$")
-_WIDE = re.compile(r"\b(?:u?int64_t|unsigned\s+long\s+long|long\s+long|size_t|uint64|ull|ULL)\b|ull\b|ULL\b")
-_NARROW_CAST = re.compile(r"^(?:unsigned|uint32_t|unsigned\s+int|int)\s*\(\s*-\s*1\s*\)$|^~0[uU]?$|^-1[uU]?$")
+_LITERAL = compile_pattern(r"(0[xX][0-9a-fA-F]+|\d+)([uUlL]*)$")
+_WIDE = compile_pattern(
+    r"\b(?:u?int64_t|unsigned\s+long\s+long|long\s+long|size_t|uint64|ull|ULL)\b|ull\b|ULL\b"
+)
+_NARROW_CAST = compile_pattern(
+    r"^(?:unsigned|uint32_t|unsigned\s+int|int)\s*\(\s*-\s*1\s*\)$|^~0[uU]?$|^-1[uU]?$"
+)
 HIP_LACKS = frozenset(
     {
         "__match_any_sync",

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from tools.cpp.preprocessor import Regions, region_name
 from tools.cpp.source import SourceText, WordStarts
 from tools.records import Failure
+from tools.regex_memo import compile_pattern
 from tools.scan.catalog import WORD_PREFIXES, Construct
 from tools.scan.findings import make_finding
 from tools.scan.warp_masks import call_arguments
@@ -28,18 +29,18 @@ Candidate = tuple[int, str, Construct]
 _CONST = Construct("warp_size", "warp_size_source", "warpSize is not a constant expression on ROCm 7+")
 _OPERATORS = {"32": ("%", "/"), "31": ("&",), "0x1f": ("&",), "5": (">>",)}
 """Lane arithmetic: the operators that make a warp-size literal of it (`% 32`, `& 31`, `>> 5`)."""
-_FOLLOWS_LANE_LITERAL = re.compile(r"[ \t]*\.")
-_FOLLOWS_DEFINED_32 = re.compile(r"[ \t]*[.*/+-]")
-_DEFINE_HEAD = re.compile(r"[ \t]*#[ \t]*define[ \t]+(\w+)$")
-_LANE_TARGET = re.compile(r"\b\w*(?:lane|warp|Lane|Warp|LANE|WARP)\w*[ \t]*(?:=(?!=)|\{)")
-_WARP_NAME = re.compile(
+_FOLLOWS_LANE_LITERAL = compile_pattern(r"[ \t]*\.")
+_FOLLOWS_DEFINED_32 = compile_pattern(r"[ \t]*[.*/+-]")
+_DEFINE_HEAD = compile_pattern(r"[ \t]*#[ \t]*define[ \t]+(\w+)$")
+_LANE_TARGET = compile_pattern(r"\b\w*(?:lane|warp|Lane|Warp|LANE|WARP)\w*[ \t]*(?:=(?!=)|\{)")
+_WARP_NAME = compile_pattern(
     r"warp_?size|warpsize|threads_?per_?warp|warp_?threads|lanes_?per_?warp", re.IGNORECASE
 )
-_FULL_MASK = re.compile(r"0[xX][fF]{8}(?![0-9a-fA-F])")
+_FULL_MASK = compile_pattern(r"0[xX][fF]{8}(?![0-9a-fA-F])")
 _THIRTY_TWO = ("32", "32u", "32U")
-_SHARED_32 = re.compile(r"__shared__[^;]*?\b(?P<name>\w+)\s*\[\s*(?P<lit>32)\s*\]")
-_BRACKET_32 = re.compile(r"\[\s*32\s*\]")
-_CONST_WARPSIZE = re.compile(
+_SHARED_32 = compile_pattern(r"__shared__[^;]*?\b(?P<name>\w+)\s*\[\s*(?P<lit>32)\s*\]")
+_BRACKET_32 = compile_pattern(r"\[\s*32\s*\]")
+_CONST_WARPSIZE = compile_pattern(
     r"\b(?:constexpr|static_assert)\b[^;{]*?\b(?P<lit>warpSize)\b"
     r"|<\s*(?P<targ>warpSize)\s*[,>]"
 )
@@ -57,7 +58,7 @@ _INDEX_NAMES = {
     "thread",
     "t_id",
 }
-_SYNC_CALL = re.compile(r"_sync\s*\(|__ballot|__activemask")
+_SYNC_CALL = compile_pattern(r"_sync\s*\(|__ballot|__activemask")
 _WINDOW = 160
 
 
@@ -240,7 +241,7 @@ def const_warpsize_uses(masked: str) -> Iterator[int]:
 
 
 # Anchored on the literal "__" (no leading \b) so the engine can skip to candidates.
-_LANE_SENSITIVE = re.compile(r"__(shfl(?:_up|_down)?(?:_sync)?|ballot(?:_sync)?|activemask)[ \t]*\(")
+_LANE_SENSITIVE = compile_pattern(r"__(shfl(?:_up|_down)?(?:_sync)?|ballot(?:_sync)?|activemask)[ \t]*\(")
 _WIDTH_ARG = {
     "__shfl": 3,
     "__shfl_up": 3,
