@@ -41,6 +41,20 @@ def test_without_the_header_the_same_branch_is_reported(tmp_path):
     assert [f.kind for f in scan_repo(tmp_path)] == ["inline_ptx"]
 
 
+def test_a_header_a_rocm_macro_leaves_out_is_not_reached_through_that_include(tmp_path):
+    """The rescan with the header's macros turns the include off for ROCm: the header it named (with
+    a CUDA-only construct) is then reached by no file the ROCm build compiles."""
+    (tmp_path / "compat.h").write_text(COMPAT)
+    (tmp_path / "fp8_x2.cuh").write_text(
+        '__device__ void cvt() { asm volatile("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(a)); }\n'
+    )
+    kernel = '#include "compat.h"\n#if MY_FP8_X2\n#include "fp8_x2.cuh"\n#endif\n__global__ void k() {}\n'
+    (tmp_path / "kernel.cu").write_text(kernel)
+    assert scan_repo(tmp_path) == []
+    (tmp_path / "kernel.cu").write_text(kernel.replace('#include "compat.h"\n', ""))  # unknown: reached
+    assert [(f.file, f.kind) for f in scan_repo(tmp_path)] == [("fp8_x2.cuh", "inline_ptx")]
+
+
 def test_seed_from_the_include_graph():
     header, kernel = analyze(COMPAT), analyze(KERNEL)
 
