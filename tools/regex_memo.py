@@ -59,8 +59,22 @@ def _load(path: str | None) -> dict[tuple[Any, int], Program]:
     return kept if isinstance(kept, dict) else {}
 
 
+def _writable(path: str | None) -> bool:
+    """Whether the memo could be written: its nearest existing directory takes new files. Where it
+    cannot (a read-only home), a miss is compiled once, by `re`, and no program is worked out."""
+    while path:
+        if os.path.lexists(path):  # a directory to write in, or a file where one would have to be
+            return os.path.isdir(path) and os.access(path, os.W_OK | os.X_OK)
+        parent = os.path.dirname(path)
+        if parent == path:
+            return False
+        path = parent
+    return False
+
+
 _PATH = _memo_path()
 _KEPT = _load(_PATH)
+_WRITABLE = _writable(os.path.dirname(_PATH)) if _PATH is not None else False
 _used: dict[tuple[Any, int], Program] = {}
 _new = False
 
@@ -78,6 +92,8 @@ def compile_pattern(pattern: AnyStr, flags: int = 0) -> re.Pattern[AnyStr]:
             _used[key] = program
             return compiled
     compiled = re.compile(pattern, flags)
+    if not _WRITABLE:
+        return compiled
     program = _program(pattern, int(flags), compiled)
     if program is not None:
         _remember(key, program)

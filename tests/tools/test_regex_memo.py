@@ -72,3 +72,16 @@ def test_a_memo_grown_past_its_bound_starts_again(tmp_path: Path) -> None:
     assert _probe(tmp_path) == ["compiled"] * 3
     assert memo.stat().st_size < 100_000
     assert len(marshal.loads(memo.read_bytes())) == 3  # noqa: S302 (the memo this test made)
+
+
+def test_where_the_memo_cannot_be_written_patterns_are_compiled_once_by_re(tmp_path: Path) -> None:
+    """No program is worked out (a second compile of every pattern) for a memo that can never be kept."""
+    (tmp_path / "file").write_text("")
+    cache = tmp_path / "file" / "cache"  # below a plain file: no directory can be made there
+    probe = PROBE + "\nimport tools.regex_memo as m\nassert not m._used, m._used\n"
+    env = {**os.environ, "ROCPORT_CACHE_DIR": str(cache), "PYTHONPATH": str(REPO)}
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], env=env, cwd=REPO, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["compiled"] * 3
