@@ -177,6 +177,16 @@ def test_a_piped_table_scan_imports_none_of_them_either(repo):
     assert _modules_at_exit(["repo", "-p", "vllm"], repo.parent, (*WATCHED, "json")) == set()
 
 
+def test_a_scan_that_meets_no_python_candidate_leaves_ast_and_the_python_rules_unloaded(repo):
+    """~2.5 ms of every start: a C++ file or tree needs neither; a tree with a Python finding does."""
+    python_rules = (*WATCHED, "ast", "tools.scan.python_rules")
+    assert _modules_at_exit(["repo/csrc/k.cu", "-f", "json", "-j", "1"], repo.parent, python_rules) == set()
+    assert _modules_at_exit(["repo", "-f", "json", "-j", "1"], repo.parent, python_rules) == {
+        "ast",
+        "tools.scan.python_rules",
+    }
+
+
 def test_what_only_typer_can_answer_is_answered_by_typer(repo):
     assert "typer" in _modules_at_exit(["--help"], repo.parent)
     assert "typer" in _modules_at_exit(["repo", "-f", "xml"], repo.parent)

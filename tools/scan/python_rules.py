@@ -8,7 +8,6 @@ from __future__ import annotations
 import ast
 import bisect
 
-from tools.cpp.lines import ROCM_ONLY_DIRS
 from tools.cpp.source import SourceText
 from tools.records import Failure
 from tools.regex_memo import compile_pattern
@@ -17,6 +16,7 @@ from tools.scan.findings import make_finding
 from tools.scan.ptx import ptx_opcodes
 from tools.scan.python_gates import cuda_gate_problem
 from tools.scan.python_guards import Context, dotted, own_nodes, statements
+from tools.scan.python_reach import vendor_module
 
 # Cheap pre-filter and locator: a Python finding needs one of these on its statement's lines.
 PY_CANDIDATES = compile_pattern(
@@ -26,25 +26,6 @@ PY_CANDIDATES = compile_pattern(
 _FNUZ_HANDLING = compile_pattern(r"fnuz|\bfp8_dtype\b|gfx95\d|\bocp\b|OCP|nvfp4|NVFP4|mxfp|MXFP")
 """The file handles ROCm's fnuz, or uses e4m3fn where it is right on ROCm too: gfx950's OCP fp8, and
 the e4m3fn block scales of NVFP4/MXFP formats."""
-# Plain substrings, each found at memchr speed: a file with none of them cannot have a finding.
-_PLAIN_NEEDLES = (
-    b"import_module",
-    b"__import__",
-    b"float8_e4m3fn",
-    b"version.cuda",
-    b"inline_asm_elementwise",
-)
-
-
-def may_have_findings(data: bytes, imports: list[str]) -> bool:
-    """Cheap pre-filter on a Python file's bytes and the modules its import statements name (see
-    python_reach.imported_names): False means it cannot produce a finding. One regex over the
-    whole file cost more than the rest of the Python scan."""
-    return any(needle in data for needle in _PLAIN_NEEDLES) or any(
-        name.split(".", 1)[0] in CUDA_ONLY_MODULES for name in imports
-    )
-
-
 _IMPORT = Construct(
     "cuda_only_dep",
     "platform_guarded_import",
@@ -124,8 +105,6 @@ def backend_scope(ctx: Context, package: str) -> bool:
 
 _GENERIC_PACKAGES = frozenset({"cuda", "nvidia"})
 """Too common in file names (cuda_graph_runner.py) to say a module wraps the package."""
-_CUDA_VENDOR_DIRS = frozenset({"nvidia", "cuda"})
-"""A vendor directory (vLLM's models/<name>/nvidia/), the CUDA counterpart of rocm/ and amd/."""
 _ALIASES = {
     "cutlass": ("cutlass", "cute", "cutedsl", "cute_dsl"),
     "flash_mla": ("flash_mla", "flashmla"),
@@ -142,12 +121,6 @@ _WRAPPED_PREFIXES = tuple(n + "_" for n in sorted(_WRAPPED))
 _WRAPPED_SUFFIXES = tuple("_" + n for n in sorted(_WRAPPED))
 _NVIDIA_ARCH = compile_pattern(r"(?:^|_)sm_?(?:[789]\d|1[0-2]\d)a?(?:$|_)")
 """A module for one NVIDIA architecture (`bf16x3_router_gemm_sm90`, `cutlass_sm100_mla`)."""
-
-
-def vendor_module(path: str) -> bool:
-    """A module in a vendor directory: nvidia/ or cuda/ (CUDA-only code a ROCm run does not take) or
-    rocm/, amd/, hip/ (the framework's own ROCm code). Neither holds ROCm porting work."""
-    return any(d in _CUDA_VENDOR_DIRS or d in ROCM_ONLY_DIRS for d in path.lower().split("/")[:-1])
 
 
 def _in_comparison(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:

@@ -23,8 +23,7 @@ from tools.scan.discover import discover
 from tools.scan.findings import dedupe_signatures
 from tools.scan.fork import FORK_MIN_FILES, can_fork, idle_cores, scan_forked
 from tools.scan.hipify import hipify_translates
-from tools.scan.python_reach import unreachable
-from tools.scan.python_rules import vendor_module
+from tools.scan.python_reach import unreachable, vendor_module
 from tools.scan.report import ScanError, ScanReport
 from tools.scan.rocm_build import BuildList, real_blocker, summarize_not_built
 from tools.scan.scanner import FileResult, scan_path

@@ -14,8 +14,7 @@ from tools.regex_memo import compile_pattern
 from tools.scan.catalog import WORD_PREFIXES
 from tools.scan.instantiation import skip_spans, uninstantiated_bodies
 from tools.scan.patterns import cpp_findings
-from tools.scan.python_reach import imported_names
-from tools.scan.python_rules import may_have_findings, python_findings
+from tools.scan.python_reach import imported_names, may_have_findings
 
 CPP_SUFFIXES = (
     ".hip",
@@ -142,6 +141,10 @@ def scan_source(rel: str, data: bytes, *, hipify: bool = False, seed: Seed | Non
         return result
     src = SourceText(rel, data.decode("utf-8", "surrogateescape"), () if is_python else WORD_PREFIXES)
     if is_python:
+        # Loaded here, not at start-up: `ast` and the rules cost ~2.5 ms of every scan process, and a
+        # C++ tree (or a forked copy that meets no Python candidate) never needs them.
+        from tools.scan.python_rules import python_findings
+
         result.findings, result.note = python_findings(src)
         return result
     regions = walk(src.masked, src.raw, rocm_config(hipify), cuda_config(), seed)
