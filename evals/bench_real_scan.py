@@ -18,10 +18,13 @@ the pattern built from the scan's own tables in the C locale, its fastest (evals
 The scan is timed in-process after a warm-up scan (its `#if` memo warm), in one process (the default
 for a tree this size) and with -j 2, then as a whole `rocport scan --no-cache` process (interpreter
 start-up, imports, a cold memo; Python's bytecode cache in place, as an installed rocport has it, and
-the bundled profile's parse memo filled, as after a first run), again with -j 2, on an empty
-directory (what is left is start-up and imports), without the parse memo, and with this
-environment's PYTHONDONTWRITEBYTECODE when set (bytecode only where .ci/setup wrote it). With -j 2
-the tree is shared with a forked copy: CPU counts the copy's, and wall time depends on a free core.
+the bundled profile's parse memo and the compiled-pattern memo filled, as after a first run), again
+with -j 2, on an empty directory (what is left is start-up and imports), without either memo (a cache
+directory that cannot be made: a first run, or a read-only cache), and with this environment's
+PYTHONDONTWRITEBYTECODE when set (bytecode only where .ci/setup wrote it). With -j 2 the tree is
+shared with a forked copy: CPU counts the copy's, and wall time depends on a free core. Last, the
+default process and the full grep alternate run after run: their ratio from the same moments, min
+and median.
 
     python3 -m evals.bench_real_scan [--repeat 3] [--sglang PATH | --no-sglang] [--python] [--cache DIR]
 """
@@ -31,13 +34,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import tempfile
 from collections import Counter
 from functools import partial
 from pathlib import Path
 
 from agent.profiles import load_profile
-from evals.bench_scan import best_of, bytecode_cached_env, run_cli, run_grep
+from evals.bench_scan import alternated, best_of, bytecode_cached_env, run_cli, run_grep
 from evals.grep_patterns import ROUND_ONE, scan_pattern, unmatched
 from evals.real_trees import SGLANG_COMMIT, VLLM_VERSION, fetch_sglang, fetch_vllm
 from tools.records import Failure
@@ -93,7 +97,7 @@ def evaluate(name: str, root: Path, profile_name: str, labels_path: Path, repeat
         warm_s, _, warm_cpu = best_of(
             repeat, lambda: scan_report(root, profile=profile, cache_dir=Path(cache))
         )
-        processes = _time_processes(root, profile_name, Path(cache), repeat)
+        processes, (process_walls, grep_walls) = _time_processes(root, profile_name, Path(cache), repeat)
     timings = [
         ("fresh, in-process (after a warm-up scan)", scan_s, scan_cpu),
         ("  the same with -j 2 (with a forked copy)", two_s, two_cpu),
@@ -126,10 +130,19 @@ def evaluate(name: str, root: Path, profile_name: str, labels_path: Path, repeat
             f"scan {what}: wall {wall:.3f} s = {wall / grep_s:.2f}x grep, {wall / full_s:.2f}x the full grep; "
             f"cpu {cpu:.3f} s = {cpu / max(grep_cpu, 1e-3):.2f}x grep"
         )
+    low = min(process_walls) / min(grep_walls)
+    typical = statistics.median(process_walls) / statistics.median(grep_walls)
+    print(
+        f"the default `rocport scan --no-cache` process and the full grep, alternated {len(grep_walls)} times: "
+        f"min {min(process_walls):.3f} / {min(grep_walls):.3f} s = {low:.2f}x, "
+        f"median {statistics.median(process_walls):.3f} / {statistics.median(grep_walls):.3f} s = {typical:.2f}x"
+    )
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 
 
-def _time_processes(root: Path, profile_name: str, tmp: Path, repeat: int) -> list[tuple[str, float, float]]:
+def _time_processes(
+    root: Path, profile_name: str, tmp: Path, repeat: int
+) -> tuple[list[tuple[str, float, float]], tuple[list[float], list[float]]]:
     """The whole command as a user runs it: a new interpreter, imports, a cold #if memo, no result
     cache; against grep's own process. CPU counts the scan's forked copies. Python's bytecode cache
     is kept in `tmp` and filled by one untimed run first (an installed rocport has one)."""
@@ -149,7 +162,7 @@ def _time_processes(root: Path, profile_name: str, tmp: Path, repeat: int) -> li
         ("  the same with -j 2 (with a forked copy)", 2, root, env),
         ("  the same on an empty directory (start-up, imports)", None, empty, env),
         (
-            "  the same without the profile's parse memo (PyYAML imported, as a first run)",
+            "  the same without the profile's parse memo and the pattern memo (PyYAML imported, as a first run)",
             None,
             root,
             no_memo,
@@ -178,7 +191,9 @@ def _time_processes(root: Path, profile_name: str, tmp: Path, repeat: int) -> li
     cached()
     wall, _, cpu = best_of(repeat, cached)
     timed.append(("  a second `rocport scan` (result cache on, as by default; no file changed)", wall, cpu))
-    return timed
+    # the default process and the full-pattern grep, run after run
+    fresh = partial(run_cli, root, out, None, *args, env=env)
+    return timed, alternated(repeat, fresh, partial(run_grep, root, scan_pattern(), c_locale=True))
 
 
 def evaluate_python(name: str, root: Path, profile: str, labels_path: Path) -> None:

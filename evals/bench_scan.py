@@ -49,6 +49,21 @@ def best_of(repeat: int, fn: Callable[[], T]) -> tuple[float, T, float]:
     return best, results[-1], best_cpu
 
 
+def alternated(
+    repeat: int, first: Callable[[], object], second: Callable[[], object]
+) -> tuple[list[float], list[float]]:
+    """Wall times of `first` and `second`, run one after the other `repeat` times (which goes first
+    alternates): a ratio from the same moments, where two best-ofs taken apart can straddle a change
+    in the machine's speed. Medians show the typical run, not only the luckiest."""
+    walls: tuple[list[float], list[float]] = ([], [])
+    for i in range(max(1, repeat)):
+        for which in (0, 1) if i % 2 == 0 else (1, 0):
+            start = time.perf_counter()
+            (first, second)[which]()
+            walls[which].append(time.perf_counter() - start)
+    return walls
+
+
 def run_grep(root: Path, pattern: str = ROUND_ONE, *, c_locale: bool = False) -> int:
     """Matching lines of `grep -rEn` (evals/grep_patterns.py)."""
     return grep(root, pattern, c_locale=c_locale).count(b"\n")
