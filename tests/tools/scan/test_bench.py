@@ -45,3 +45,12 @@ def test_the_grep_floor_matches_every_line_the_scan_reports(tmp_path):
     assert unmatched(tmp_path, reported, scan_pattern()) == []
     missed = {file for file, _ in unmatched(tmp_path, reported, ROUND_ONE)}
     assert "blockers.cu" in missed
+
+
+def test_alternated_runs_each_side_as_often_and_takes_turns_going_first():
+    from evals.bench_scan import alternated
+
+    order: list[str] = []
+    first, second = alternated(4, lambda: order.append("a"), lambda: order.append("b"))
+    assert len(first) == len(second) == 4 and all(w >= 0 for w in first + second)
+    assert "".join(order) == "abbaabba"  # neither always runs right after the other's cache warm-up
