@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import subprocess
@@ -153,11 +154,15 @@ def pytest_configure(config: pytest.Config) -> None:
     """Put the terminal size variables back as the run started with them (the controller's, in an xdist
     worker), in os.environ and in the C environment that subprocesses inherit. Runs started outside a
     test (module fixtures) share a compile cache and a rocport home of this process's own, never the
-    machine's: no test writes runs into the user's ~/.rocport."""
+    machine's: no test writes runs into the user's ~/.rocport, nor caches into ~/.cache/rocport."""
     config.stash[_SHARED] = tempfile.mkdtemp(prefix="rocport-test-")
     os.environ["ROCPORT_SHARED_COMPILE_CACHE"] = os.path.join(config.stash[_SHARED], "compile-cache")
     os.mkdir(os.environ["ROCPORT_SHARED_COMPILE_CACHE"])
     os.environ["ROCPORT_HOME"] = os.path.join(config.stash[_SHARED], "home")
+    os.environ["ROCPORT_CACHE_DIR"] = os.path.join(config.stash[_SHARED], "cache")
+    # This process's compiled-pattern memo is written at exit (tools/regex_memo.py), after
+    # pytest_unconfigure removed the directory: registered first, this removal runs after it.
+    atexit.register(shutil.rmtree, config.stash[_SHARED], ignore_errors=True)
     started = getattr(config, "workerinput", {}).get("terminal_size")
     for name, value in (started or {name: os.environ.get(name) for name in TERMINAL_SIZE}).items():
         if value is None:

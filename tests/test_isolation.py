@@ -38,3 +38,14 @@ def test_a_tests_rocport_processes_keep_their_caches_to_the_test(
     cache = Path(user_cache_dir())
     assert cache.is_relative_to(tmp_path_factory.getbasetemp()), cache
     assert Path(default_cache_dir()).parent == cache
+
+
+def test_the_test_process_keeps_its_compiled_pattern_memo_out_of_the_users_cache(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The memo's place is fixed when tools/regex_memo.py is imported, at collection, before any test."""
+    from tools import regex_memo
+
+    assert regex_memo._PATH is not None
+    assert Path(regex_memo._PATH).is_relative_to(Path(tempfile.gettempdir()).resolve()), regex_memo._PATH
+    assert not Path(regex_memo._PATH).is_relative_to(Path.home() / ".cache")
