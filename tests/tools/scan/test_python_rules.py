@@ -236,3 +236,27 @@ def test_a_module_only_cuda_vendor_modules_import_is_not_reachable_on_rocm(tmp_p
         "pkg/models/k3/model.py": "from ...common.ops.shared import run\n",
     }
     assert [f.file for f in scan_files(tmp_path, files)] == ["pkg/common/ops/shared.py"]
+
+
+def test_candidate_lines_are_the_lines_a_whole_file_search_finds():
+    """The needle-first search gives exactly the lines of a match search over the whole file: several
+    matches on a line, a needle with no match, a word that only contains one, CRLF, no final newline."""
+    import re
+
+    from tools.cpp.source import SourceText
+    from tools.scan.python_rules import PY_CANDIDATES, _candidate_lines
+
+    text = (
+        '"""Imported from nowhere: import flashinfer is only said here."""\n'
+        "import os, flashinfer  # two candidates? one line\r\n"
+        "x = reimport_module(1); y = importlib.import_module('deep_gemm')\n"
+        "from_here = 1  # a needle, no match\n"
+        "if torch.version.cuda is None: pass\n"
+        "dtype = torch.float8_e4m3fnuz; d2 = torch.float8_e4m3fn\n"
+        "    from .vendor import  cutlass\n"
+        "tl.inline_asm_elementwise(asm='mov.b32 %0, %1;')\n"
+        "import  deep_ep"
+    )
+    every = sorted({text.count("\n", 0, m.start()) + 1 for m in re.finditer(PY_CANDIDATES.pattern, text)})
+    assert _candidate_lines(SourceText("m.py", text)) == every
+    assert every == [1, 2, 3, 5, 6, 7, 8, 9]  # not line 4: `from_here` holds a needle, no match
