@@ -45,6 +45,7 @@ def _import_statements(data: bytes) -> Iterator[re.Match[bytes]]:
 
 
 _NAME = compile_pattern(r"[A-Za-z_]\w*")
+_COMMENT = compile_pattern(r"#[^\n]*")
 
 
 def module_name(rel: str) -> str:
@@ -59,10 +60,12 @@ def imported_names(rel: str, data: bytes) -> list[str]:
     package = posixpath.dirname(rel).split("/") if posixpath.dirname(rel) else []
     out: list[str] = []
     for m in _import_statements(data):
-        source, names, plain = (g.decode("utf-8", "replace") if g else "" for g in m.groups())
-        if plain:
+        raw_source, raw_names, raw_plain = m.groups(b"")
+        if raw_plain:
+            plain = raw_plain.decode("utf-8", "replace")
             out += [part.split()[0] for part in plain.split(",") if part.strip()]
             continue
+        source, names = raw_source.decode("utf-8", "replace"), raw_names.decode("utf-8", "replace")
         dots = len(source) - len(source.lstrip("."))
         base = source[dots:]
         if dots:
@@ -70,7 +73,9 @@ def imported_names(rel: str, data: bytes) -> list[str]:
             base = ".".join([*parent, base] if base else parent)
         if base:
             out.append(base)
-        for item in re.sub(r"#[^\n]*", "", names).strip("()").split(","):
+        if "#" in names:  # comments inside a parenthesised list
+            names = _COMMENT.sub("", names)
+        for item in names.strip("()").split(","):
             word = _NAME.match(item.strip())
             if word:
                 out.append(f"{base}.{word.group(0)}" if base else word.group(0))
