@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.tools.scan.helpers import write
 from tools.scan import scan_report
-from tools.scan.fork import QUEUE_MAX, RUN, can_fork, idle_cores, scan_forked
+from tools.scan.fork import QUEUE_MAX, RUN, can_fork, fewest_others, idle_cores, scan_forked
 from tools.scan.scanner import scan_path
 
 KERNEL = (
@@ -63,6 +63,23 @@ def test_a_slow_copy_takes_fewer_runs_and_neighbours_stay_together(tmp_path):
 
 def test_idle_cores_counts_only_cores_this_process_may_use():
     assert 1 <= idle_cores() <= len(os.sched_getaffinity(0))
+
+
+def test_a_task_seen_runnable_once_is_read_again_and_a_busy_one_still_counts():
+    """A daemon's wake-up at the instant of the first reading no longer keeps the scan to one process;
+    a task runnable in every reading (three at most) still does."""
+    taken: list[int] = []
+
+    def readings(values):
+        for v in values:
+            taken.append(v)
+            yield v
+
+    assert fewest_others(readings([0, 5, 5])) == 0 and taken == [0]  # nothing else: one reading
+    taken.clear()
+    assert fewest_others(readings([1, 0, 7])) == 0 and taken == [1, 0]  # a blip: read again
+    taken.clear()
+    assert fewest_others(readings([2, 1, 1, 0])) == 1 and taken == [2, 1, 1]  # busy all along
 
 
 def test_an_unreadable_build_list_is_a_scan_error_with_copies_scanning(tmp_path):
@@ -131,3 +148,21 @@ def test_a_tree_longer_than_the_queue_is_taken_in_longer_runs():
 
     assert [r.path for r in scan_forked(rels, 1, scan)] == rels
     assert len(calls) <= QUEUE_MAX and sorted(rel for run in calls for rel in run) == rels
+
+
+def test_with_every_other_core_kept_busy_the_scan_takes_one():
+    import subprocess
+    import sys
+    import time
+
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        for _ in range(len(os.sched_getaffinity(0)) - 1)
+    ]
+    try:
+        time.sleep(0.2)  # running, not starting
+        assert idle_cores() == 1
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
