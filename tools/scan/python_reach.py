@@ -82,28 +82,31 @@ def imported_names(rel: str, data: bytes) -> list[str]:
     return out
 
 
-def _resolver(modules: Mapping[str, str]) -> Callable[[str], str | None]:
-    known: dict[str, str | None] = {}
-
-    def resolve(name: str) -> str | None:
-        if name not in known:
-            parts = name.split(".")
-            # `vllm.models.x` from inside vllm/ is `models.x`
-            suffixes = (".".join(parts[start:]) for start in range(len(parts)))
-            known[name] = next((modules[s] for s in suffixes if s in modules), None)
-        return known[name]
-
-    return resolve
+def _resolve(name: str, modules: Mapping[str, str]) -> str | None:
+    """The scanned file a dotted name imports, if any: `vllm.models.x` from inside vllm/ is `models.x`."""
+    if name in modules:
+        return modules[name]
+    parts = name.split(".")
+    for start in range(1, len(parts)):
+        suffix = ".".join(parts[start:])
+        if suffix in modules:
+            return modules[suffix]
+    return None
 
 
 def unreachable(imports: Mapping[str, list[str]], vendor: Callable[[str], bool]) -> set[str]:
     """Python files (of `imports`: rel -> imported names) that only vendor modules, or modules only
     they import, import."""
-    resolve = _resolver({module_name(rel): rel for rel in imports})
+    modules = {module_name(rel): rel for rel in imports}
+    # A name recurs across files (vLLM's package: 87,767 imported names, 19,386 distinct).
+    known: dict[str, str | None] = {}
     importers: dict[str, set[str]] = {}
     for rel, names in imports.items():
         for name in names:
-            target = resolve(name)
+            if name in known:
+                target = known[name]
+            else:
+                target = known[name] = _resolve(name, modules)
             if target is not None and target != rel:
                 importers.setdefault(target, set()).add(rel)
     dead = {rel for rel in imports if vendor(rel)}
