@@ -179,7 +179,7 @@ def test_a_piped_table_scan_imports_none_of_them_either(repo):
 
 def test_a_scan_that_meets_no_python_candidate_leaves_ast_and_the_python_rules_unloaded(repo):
     """~2.5 ms of every start: a C++ file or tree needs neither; a tree with a Python finding does."""
-    python_rules = (*WATCHED, "ast", "tools.scan.python_rules")
+    python_rules = (*WATCHED, "ast", "tools.scan.python_rules", "glob")  # glob: only a CMake file(GLOB)
     assert _modules_at_exit(["repo/csrc/k.cu", "-f", "json", "-j", "1"], repo.parent, python_rules) == set()
     assert _modules_at_exit(["repo", "-f", "json", "-j", "1"], repo.parent, python_rules) == {
         "ast",
