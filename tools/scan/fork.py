@@ -59,7 +59,8 @@ def _runnable_others() -> Iterator[int]:
     """Runnable tasks other than this process, now, then a millisecond after each reading asked for."""
     while True:
         with open("/proc/loadavg", encoding="ascii") as fh:
-            yield int(fh.read().split()[3].split("/")[0]) - 1
+            text = fh.read()
+        yield int(text.split()[3].split("/")[0]) - 1
         time.sleep(0.001)
 
 
