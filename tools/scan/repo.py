@@ -17,7 +17,7 @@ from functools import wraps
 from tools.cpp.tree import IncludeGraph, seed_for
 from tools.files import path_text, stays_inside
 from tools.records import Failure
-from tools.scan.cache import ResultCache, pack, seed_key, unpack
+from tools.scan.cache import ResultCache, seed_key
 from tools.scan.catalog import IDENTIFIER_RE
 from tools.scan.discover import discover
 from tools.scan.findings import dedupe_signatures
@@ -32,25 +32,16 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run t
 if TYPE_CHECKING:
     from typing import Any, TypeVar
 
-    from tools.scan.cache import PackedResult
-
     _F = TypeVar("_F", bound=Callable[..., Any])
 
 _HEADER_KINDS = ("cuda_header", "cub", "cuda_std")
-PARALLEL_MIN_FILES = 1500
-"""Below this, a process pool (its start-up, pickling) costs more than it saves: a smaller tree is
-scanned in this process, or, with `jobs` given, shared with bare forked copies (tools/scan/fork.py)."""
-_CHUNK = 64
+MAX_PROCESSES = 8
+"""Processes a scan uses at most by default (itself and its forked copies), as the process pool it replaced
+did (min(cores, 8)); each warms its own memos, and no machine here had more than two cores to measure more."""
 
 
 def _scan_chunk(root: str, rels: list[str], hipify: bool) -> list[FileResult]:
     return [scan_path(root, rel, hipify=hipify) for rel in rels]
-
-
-def _scan_chunk_packed(root: str, rels: list[str], hipify: bool) -> list[PackedResult]:
-    """A worker's results as plain tuples: they pickle and unpickle about twice as fast as
-    dataclasses, which matters when a big tree has tens of thousands of findings."""
-    return [pack(r) for r in _scan_chunk(root, rels, hipify)]
 
 
 def _scan_all(
@@ -75,28 +66,16 @@ def _scan_all(
 def _scan_fresh(
     root: str, rels: list[str], hipify: bool, jobs: int | None, meanwhile: Callable[[], object]
 ) -> list[FileResult]:
-    if len(rels) < PARALLEL_MIN_FILES:
-        # Forked copies as asked (-j N), else one per idle core: where the other cores are busy, as on a
-        # shared machine, a copy costs CPU (each warms its own memos) and gains no wall time.
-        copies = min(jobs if jobs is not None else idle_cores(), len(rels) // FORK_MIN_FILES)
-        if copies > 1 and can_fork():
-            return scan_forked(rels, copies, lambda share: _scan_chunk(root, share, hipify), meanwhile)
-        meanwhile()
-        return _scan_chunk(root, rels, hipify)
-    workers = jobs if jobs is not None else min(len(os.sched_getaffinity(0)), 8)
-    if workers <= 1:
-        meanwhile()
-        return _scan_chunk(root, rels, hipify)
-    chunks = [rels[i : i + _CHUNK] for i in range(0, len(rels), _CHUNK)]
-    # Imported only when workers are forked: most trees scan in one process, and these imports
-    # cost ~5 ms of every `rocport scan` start.
-    from concurrent.futures import ProcessPoolExecutor
-    from multiprocessing import get_context
-
-    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
-        parts = pool.map(_scan_chunk_packed, [root] * len(chunks), chunks, [hipify] * len(chunks))
-        meanwhile()
-        return [unpack(packed) for part in parts for packed in part]
+    """This process and forked copies as asked (-j N), else one copy per idle core: where the other cores
+    are busy, as on a shared machine, a copy costs CPU (each warms its own memos) and gains no wall time.
+    Trees of any size go the same way (tools/scan/fork.py): a process pool cost more than bare copies
+    sharing a queue even on vLLM's Python package (its start-up, pickling, an idle parent)."""
+    wanted = jobs if jobs is not None else min(idle_cores(), MAX_PROCESSES)
+    copies = min(wanted, len(rels) // FORK_MIN_FILES)
+    if copies > 1 and can_fork():
+        return scan_forked(rels, copies, lambda share: _scan_chunk(root, share, hipify), meanwhile)
+    meanwhile()
+    return _scan_chunk(root, rels, hipify)
 
 
 class _TreeView(IncludeGraph):
