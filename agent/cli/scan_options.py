@@ -71,7 +71,7 @@ OPTIONS: tuple[ScanOption, ...] = (
     ScanOption(
         "jobs",
         ("--jobs", "-j"),
-        "Worker processes (default: a forked copy per idle core under 1,500 files, else the CPUs).",
+        "Processes to scan with (default: this one and a forked copy per idle core, 8 at most).",
         "value",
         minimum=1,
     ),

@@ -1,7 +1,8 @@
-"""A small tree's files scanned by this process and forked copies of it, side by side.
+"""A tree's files scanned by this process and forked copies of it, side by side.
 
 A process pool costs more than a tree of a few hundred files takes to scan (its imports, pickling,
-worker start-up). A bare `os.fork` costs ~1 ms: the copy has every module and memo the parent has,
+worker start-up, an idle parent), and more than bare copies even on vLLM's Python package (3,289
+files: 733 -> 669 ms). A bare `os.fork` costs ~1 ms: the copy has every module and memo the parent has,
 takes runs of files from a queue it shares with the parent, and sends the results back through a pipe
 as marshal'd plain values (the form the result cache stores). Results come back in the order of
 `rels`, whichever process scanned them. A copy that fails (killed, out of memory, an exception) is not
