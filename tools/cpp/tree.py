@@ -34,16 +34,9 @@ if TYPE_CHECKING:
 class IncludeGraph:
     """Repo files and their `#include` edges; unresolved names (system headers) have no edge."""
 
-    def __init__(
-        self,
-        files: Mapping[str, IncludingFile],
-        same_paths: IncludeGraph | None = None,
-        *,
-        same_includes: bool = False,
-    ):
+    def __init__(self, files: Mapping[str, IncludingFile], same_paths: IncludeGraph | None = None):
         """`same_paths`: a graph over the same paths whose name index and include lookups this
-        one reuses (resolution reads only which files exist, not what they include); with
-        `same_includes`, every file includes what it did there too: its closures hold as well."""
+        one reuses (resolution reads only which files exist, not what they include)."""
         self.files = files
         if same_paths is None:
             self.by_name: dict[str, list[str]] = {}
@@ -59,8 +52,6 @@ class IncludeGraph:
             )
         self._closure: dict[str, frozenset[str]] = {}
         self._targets: dict[str, list[str]] = {}
-        if same_paths is not None and same_includes:
-            self._closure, self._targets = same_paths._closure, same_paths._targets
 
     def targets(self, rel: str) -> list[str]:
         """Repo files `rel` includes where the ROCm build compiles the include (resolved once per

@@ -81,8 +81,8 @@ def _scan_fresh(
 class _TreeView(IncludeGraph):
     """The shared include graph plus what only the scan asks of it: compat names in scope."""
 
-    def __init__(self, results: dict[str, FileResult], same_paths: IncludeGraph, same_includes: bool):
-        super().__init__(results, same_paths, same_includes=same_includes)
+    def __init__(self, results: dict[str, FileResult], same_paths: IncludeGraph):
+        super().__init__(results, same_paths)
         self.results = results
         self._visible: dict[str, set[str]] = {}
 
@@ -112,13 +112,10 @@ def _work(f: Failure) -> bool:
 
 def _rescan_with_header_macros(
     root: str, results: dict[str, FileResult], hipify: bool, cache: ResultCache | None
-) -> tuple[IncludeGraph, bool]:
+) -> IncludeGraph:
     """Scan again, with the macros its headers define, each file whose `#if`s read one of them
-    (`#if VLLM_FP8_CVT_X2` where core/cuda_compat.h defines it per build). Few files qualify.
-    Returns the include graph it read, and whether every rescanned file includes what it did (the
-    graph's closures then still hold)."""
+    (`#if VLLM_FP8_CVT_X2` where core/cuda_compat.h defines it per build). Few files qualify."""
     graph = IncludeGraph(results)
-    same_includes = True
     exports = {rel: r.exports for rel, r in results.items() if r.exports}
     exporters: dict[str, set[str]] = {}
     for header, table in exports.items():
@@ -140,12 +137,10 @@ def _rescan_with_header_macros(
             continue
         key = seed_key(seed)
         stored = cache.get(rel, key) if cache is not None else None
-        before = results[rel].includes
         results[rel] = stored or scan_path(root, rel, hipify=hipify, seed=seed)
-        same_includes = same_includes and results[rel].includes == before
         if cache is not None and stored is None:
             cache.put(results[rel], key)
-    return graph, same_includes
+    return graph
 
 
 def _without_cycle_collection(scan: _F) -> _F:
@@ -206,10 +201,10 @@ def scan_tree(
 
     results = {r.path: r for r in _scan_all(root, rels, hipify, jobs, cache, read_build)}
     build_list = read[0]
-    before_rescan, same_includes = _rescan_with_header_macros(root, results, hipify, cache)
+    before_rescan = _rescan_with_header_macros(root, results, hipify, cache)
     if cache is not None:
         cache.save()
-    graph = _TreeView(results, before_rescan, same_includes)  # same paths: its include lookups hold
+    graph = _TreeView(results, before_rescan)  # same paths: its include lookups hold
     reachable = graph.rocm_reachable()
     compiled, rocm_only = reachable, set()
     if build_list is not None:
