@@ -121,7 +121,7 @@ def unreachable(imports: Mapping[str, list[str]], vendor: Callable[[str], bool])
 
 
 # Plain substrings, each found at memchr speed: a file with none of them cannot have a finding.
-_PLAIN_NEEDLES = (
+PLAIN_NEEDLES = (
     b"import_module",
     b"__import__",
     b"float8_e4m3fn",
@@ -134,7 +134,7 @@ def may_have_findings(data: bytes, imports: list[str]) -> bool:
     """Cheap pre-filter on a Python file's bytes and the modules its import statements name (see
     imported_names): False means it cannot produce a finding. One regex over the
     whole file cost more than the rest of the Python scan."""
-    return any(needle in data for needle in _PLAIN_NEEDLES) or any(
+    return any(needle in data for needle in PLAIN_NEEDLES) or any(
         name.split(".", 1)[0] in CUDA_ONLY_MODULES for name in imports
     )
 

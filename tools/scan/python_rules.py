@@ -16,7 +16,7 @@ from tools.scan.findings import make_finding
 from tools.scan.ptx import ptx_opcodes
 from tools.scan.python_gates import cuda_gate_problem
 from tools.scan.python_guards import Context, dotted, own_nodes, statements
-from tools.scan.python_reach import vendor_module
+from tools.scan.python_reach import PLAIN_NEEDLES, vendor_module
 
 # Cheap pre-filter and locator: a Python finding needs one of these on its statement's lines.
 PY_CANDIDATES = compile_pattern(
@@ -175,8 +175,9 @@ def _mentions_hip(nodes: list[ast.AST]) -> bool:
     return False
 
 
-_CANDIDATE_NEEDLES = ("import", "from", "float8_e4m3fn", "version.cuda", "inline_asm_elementwise")
-"""Every PY_CANDIDATES match holds one of these (import_module and __import__ hold `import`)."""
+_CANDIDATE_NEEDLES = ("import", "from", *(n.decode() for n in PLAIN_NEEDLES if b"import" not in n))
+"""Every PY_CANDIDATES match holds one of these: an import statement's keyword, or one of the pre-filter's
+plain words (import_module and __import__ hold `import`)."""
 
 
 def _candidate_lines(src: SourceText) -> list[int]:
