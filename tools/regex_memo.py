@@ -18,6 +18,7 @@ import marshal
 import os
 import re
 import sys
+from functools import lru_cache
 
 from tools.digests import sha256
 from tools.files import user_cache_dir
@@ -59,9 +60,11 @@ def _load(path: str | None) -> dict[tuple[Any, int], Program]:
     return kept if isinstance(kept, dict) else {}
 
 
-def _writable(path: str | None) -> bool:
+@lru_cache(maxsize=1)
+def _writable(path: str) -> bool:
     """Whether the memo could be written: its nearest existing directory takes new files. Where it
-    cannot (a read-only home), a miss is compiled once, by `re`, and no program is worked out."""
+    cannot (a read-only home), a miss is compiled once, by `re`, and no program is worked out. Asked on
+    the first miss only: a start that finds every pattern in the memo makes no syscall for it."""
     while path:
         if os.path.lexists(path):  # a directory to write in, or a file where one would have to be
             return os.path.isdir(path) and os.access(path, os.W_OK | os.X_OK)
@@ -74,7 +77,6 @@ def _writable(path: str | None) -> bool:
 
 _PATH = _memo_path()
 _KEPT = _load(_PATH)
-_WRITABLE = _writable(os.path.dirname(_PATH)) if _PATH is not None else False
 _used: dict[tuple[Any, int], Program] = {}
 _new = False
 
@@ -92,7 +94,7 @@ def compile_pattern(pattern: AnyStr, flags: int = 0) -> re.Pattern[AnyStr]:
             _used[key] = program
             return compiled
     compiled = re.compile(pattern, flags)
-    if not _WRITABLE:
+    if _PATH is None or not _writable(os.path.dirname(_PATH)):
         return compiled
     program = _program(pattern, int(flags), compiled)
     if program is not None:
